@@ -1,0 +1,61 @@
+"""The one place that builds everything: settings -> backends -> catalogs -> ASGI app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Route
+
+from irc_proxy.backends._sync import ThreadRunner
+from irc_proxy.backends.registry import create_backend
+from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.http import meta
+from irc_proxy.http.errors import EXCEPTION_HANDLERS
+from irc_proxy.http.middleware import RawPathRouting, RequestContext
+from irc_proxy.http.routes import OPERATIONS, catalog_routes
+from irc_proxy.settings import Settings
+
+
+def _prepare_sqlite_dir(url: str) -> None:
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def build_catalogs(settings: Settings, threads: ThreadRunner) -> Catalogs:
+    """Create every configured catalog's backend and services."""
+    catalogs = {}
+    for name, catalog_settings in settings.catalogs.items():
+        _prepare_sqlite_dir(catalog_settings.database_url)
+        backend = create_backend(name, catalog_settings, threads)
+        catalogs[name] = Catalog.build(name, backend, settings.server.namespace_separator, threads)
+    return Catalogs(catalogs, settings.default_catalog)
+
+
+def create_app(settings: Settings) -> Starlette:
+    """The ASGI application for ``settings``; backends are opened in its lifespan."""
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        threads = ThreadRunner()
+        catalogs = build_catalogs(settings, threads)
+        try:
+            yield {"catalogs": catalogs, "settings": settings}
+        finally:
+            await catalogs.close()
+
+    routes = [
+        Route("/v1/config", meta.get_config, methods=["GET"]),
+        Route("/healthz", meta.healthz, methods=["GET"]),
+        *catalog_routes(OPERATIONS),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(RequestContext), Middleware(RawPathRouting)],
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=lifespan,
+    )

@@ -1,0 +1,87 @@
+"""The backend seam: a small async protocol over flat namespace names and table pointers.
+
+A backend stores, per catalog, a set of flat namespace names with properties and, per table, a
+pointer to its current metadata file. Everything Iceberg-specific (requirements, updates,
+metadata files, nested namespaces, views) is done above it in ``irc_proxy.handling``, so every
+backend gets the same semantics. Backends raise only ``irc_proxy.errors`` exceptions.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pyiceberg.io import FileIO
+
+Properties = dict[str, str]
+
+
+class Capability(enum.Enum):
+    """Optional abilities a backend may have; the catalog asks for these, never for a backend's type."""
+
+    MULTI_TABLE_COMMIT = "multi-table-commit"
+    """``swap_table_pointers`` applies several swaps atomically."""
+
+
+@dataclass(frozen=True)
+class PointerSwap:
+    """Move one table's pointer from ``expected`` to ``new``; ``expected=None`` creates the table."""
+
+    namespace: str
+    name: str
+    expected: str | None
+    new: str
+
+
+class Backend(Protocol):
+    """What a catalog backend must do. All names are flat (already mapped by the caller)."""
+
+    warehouse: str
+    """Root location under which new tables get their default location."""
+    capabilities: frozenset[Capability]
+
+    async def close(self) -> None:
+        """Release connections."""
+
+    def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
+        """A FileIO that can read and write ``location`` (metadata files, purge)."""
+
+    # Namespaces --------------------------------------------------------------------------
+    async def list_namespaces(self, prefix: str, after: str | None, limit: int) -> list[str]:
+        """Flat names starting with ``prefix`` and sorting after ``after``, ascending, at most ``limit``."""
+
+    async def namespace_exists(self, name: str) -> bool:
+        """Whether the namespace exists."""
+
+    async def create_namespaces(self, namespaces: Sequence[tuple[str, Properties]]) -> None:
+        """Create all of them or none. Raises AlreadyExists (naming the first that exists)."""
+
+    async def load_namespace(self, name: str) -> Properties:
+        """Raises NoSuchNamespace."""
+
+    async def update_namespace(self, name: str, removals: Sequence[str], updates: Mapping[str, str]) -> Properties:
+        """Apply atomically and return the properties as they were before. Raises NoSuchNamespace."""
+
+    async def drop_namespace(self, name: str) -> None:
+        """Raises NoSuchNamespace, or NamespaceNotEmpty while it holds tables."""
+
+    # Tables ------------------------------------------------------------------------------
+    async def list_tables(self, namespace: str, after: str | None, limit: int) -> list[str]:
+        """Table names in ``namespace`` after ``after``, ascending. Raises NoSuchNamespace."""
+
+    async def load_table_pointer(self, namespace: str, name: str) -> str | None:
+        """The table's current metadata location, or None if there is no such table."""
+
+    async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
+        """Compare-and-swap every pointer, all or nothing; False if any expectation failed.
+
+        A backend without ``MULTI_TABLE_COMMIT`` accepts exactly one swap.
+        """
+
+    async def drop_table_pointer(self, namespace: str, name: str) -> str:
+        """Forget the table and return its last metadata location. Raises NoSuchTable."""
+
+    async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
+        """Raises NoSuchTable or AlreadyExists."""

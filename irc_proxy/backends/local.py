@@ -1,0 +1,255 @@
+"""The embedded local backend: pyiceberg's SQL catalog tables plus a warehouse location.
+
+Namespaces and table pointers live in the ``iceberg_namespace_properties`` and ``iceberg_tables``
+tables that pyiceberg's ``SqlCatalog`` (and Iceberg Java's ``JdbcCatalog``) use, on SQLite by
+default or PostgreSQL. Pointer swaps are conditional UPDATEs inside one database transaction, so
+several swaps commit atomically (multi-table transactions) and replicas sharing one database
+never lose a commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
+
+from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
+from pyiceberg.io import FileIO, load_file_io
+from sqlalchemy import Connection, Engine, Table, and_, delete, event, func, insert, or_, select, union, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from irc_proxy.backends._sync import ThreadRunner
+from irc_proxy.backends.base import Capability, PointerSwap, Properties
+from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable, ServiceUnavailable
+
+T = TypeVar("T")
+EXISTS_MARKER = "exists"  # pyiceberg/JdbcCatalog's placeholder property for a namespace without properties
+TABLES = cast(Table, IcebergTables.__table__)
+NS_PROPS = cast(Table, IcebergNamespaceProperties.__table__)
+
+
+class LocalBackend:
+    """Backend over pyiceberg's SQL catalog schema."""
+
+    capabilities = frozenset({Capability.MULTI_TABLE_COMMIT})
+
+    def __init__(self, catalog_name: str, warehouse: str, database_url: str, threads: ThreadRunner) -> None:
+        self.warehouse = warehouse
+        self._name = catalog_name
+        self._threads = threads
+        # SqlCatalog creates (or finds) its tables; afterwards we use its engine directly.
+        self._engine: Engine = SqlCatalog(catalog_name, uri=database_url, warehouse=warehouse).engine
+        if self._engine.dialect.name == "sqlite":
+            event.listen(self._engine, "connect", _sqlite_pragmas)
+        self._io = load_file_io({}, warehouse)
+
+    async def close(self) -> None:
+        self._engine.dispose()
+
+    def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
+        return self._io
+
+    async def _run(self, fn: Callable[[Connection], T]) -> T:
+        return await self._threads.run(self._transaction, fn)
+
+    def _transaction(self, fn: Callable[[Connection], T]) -> T:
+        with self._connect() as conn, conn.begin():
+            return fn(conn)
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        try:
+            with self._engine.connect() as conn:
+                yield conn
+        except IntegrityError:
+            raise
+        except DBAPIError as exc:
+            raise ServiceUnavailable(f"Catalog database is unavailable: {type(exc.orig).__name__}") from exc
+
+    # Namespaces --------------------------------------------------------------------------
+    def _ns_names(self) -> Any:
+        cat = self._name
+        return union(
+            select(NS_PROPS.c.namespace.label("name")).where(NS_PROPS.c.catalog_name == cat),
+            select(TABLES.c.table_namespace.label("name")).where(TABLES.c.catalog_name == cat),
+        ).subquery()
+
+    def _ns_exists(self, conn: Connection, name: str) -> bool:
+        names = self._ns_names()
+        return conn.execute(select(names.c.name).where(names.c.name == name).limit(1)).first() is not None
+
+    async def list_namespaces(self, prefix: str, after: str | None, limit: int) -> list[str]:
+        def query(conn: Connection) -> list[str]:
+            names = self._ns_names()
+            stmt = select(names.c.name)
+            if prefix:
+                stmt = stmt.where(func.substr(names.c.name, 1, len(prefix)) == prefix)
+            if after is not None:
+                stmt = stmt.where(names.c.name > after)
+            return list(conn.execute(stmt.order_by(names.c.name).limit(limit)).scalars())
+
+        return await self._run(query)
+
+    async def namespace_exists(self, name: str) -> bool:
+        return await self._run(lambda conn: self._ns_exists(conn, name))
+
+    async def create_namespaces(self, namespaces: Sequence[tuple[str, Properties]]) -> None:
+        def create(conn: Connection) -> None:
+            for name, _ in namespaces:
+                if self._ns_exists(conn, name):
+                    raise AlreadyExists(name)
+            rows = [
+                {"catalog_name": self._name, "namespace": name, "property_key": key, "property_value": value}
+                for name, properties in namespaces
+                for key, value in ({EXISTS_MARKER: "true"} | dict(properties)).items()
+            ]
+            conn.execute(insert(NS_PROPS), rows)
+
+        try:
+            await self._run(create)
+        except IntegrityError as exc:
+            raise AlreadyExists(namespaces[0][0]) from exc
+
+    def _properties(self, conn: Connection, name: str) -> Properties:
+        rows = conn.execute(
+            select(NS_PROPS.c.property_key, NS_PROPS.c.property_value).where(
+                NS_PROPS.c.catalog_name == self._name, NS_PROPS.c.namespace == name
+            )
+        ).all()
+        if not rows and not self._ns_exists(conn, name):
+            raise NoSuchNamespace(name)
+        return {key: value for key, value in rows if key != EXISTS_MARKER}
+
+    async def load_namespace(self, name: str) -> Properties:
+        return await self._run(lambda conn: self._properties(conn, name))
+
+    async def update_namespace(self, name: str, removals: Sequence[str], updates: Mapping[str, str]) -> Properties:
+        def apply(conn: Connection) -> Properties:
+            before = self._properties(conn, name)
+            keys = [*removals, *updates, EXISTS_MARKER]
+            conn.execute(
+                delete(NS_PROPS).where(
+                    NS_PROPS.c.catalog_name == self._name,
+                    NS_PROPS.c.namespace == name,
+                    NS_PROPS.c.property_key.in_(keys),
+                )
+            )
+            rows = [
+                {"catalog_name": self._name, "namespace": name, "property_key": key, "property_value": value}
+                for key, value in ({EXISTS_MARKER: "true"} | dict(updates)).items()
+            ]
+            conn.execute(insert(NS_PROPS), rows)
+            return before
+
+        return await self._run(apply)
+
+    async def drop_namespace(self, name: str) -> None:
+        def drop(conn: Connection) -> None:
+            if not self._ns_exists(conn, name):
+                raise NoSuchNamespace(name)
+            has_table = conn.execute(
+                select(TABLES.c.table_name)
+                .where(TABLES.c.catalog_name == self._name, TABLES.c.table_namespace == name)
+                .limit(1)
+            ).first()
+            if has_table is not None:
+                raise NamespaceNotEmpty(name)
+            conn.execute(delete(NS_PROPS).where(NS_PROPS.c.catalog_name == self._name, NS_PROPS.c.namespace == name))
+
+        await self._run(drop)
+
+    # Tables ------------------------------------------------------------------------------
+    def _table(self, namespace: str, name: str) -> Any:
+        return and_(
+            TABLES.c.catalog_name == self._name,
+            TABLES.c.table_namespace == namespace,
+            TABLES.c.table_name == name,
+            or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
+        )
+
+    async def list_tables(self, namespace: str, after: str | None, limit: int) -> list[str]:
+        def query(conn: Connection) -> list[str]:
+            stmt = select(TABLES.c.table_name).where(
+                TABLES.c.catalog_name == self._name,
+                TABLES.c.table_namespace == namespace,
+                or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
+            )
+            if after is not None:
+                stmt = stmt.where(TABLES.c.table_name > after)
+            names = list(conn.execute(stmt.order_by(TABLES.c.table_name).limit(limit)).scalars())
+            if not names and not self._ns_exists(conn, namespace):
+                raise NoSuchNamespace(namespace)
+            return names
+
+        return await self._run(query)
+
+    async def load_table_pointer(self, namespace: str, name: str) -> str | None:
+        def query(conn: Connection) -> str | None:
+            row = conn.execute(select(TABLES.c.metadata_location).where(self._table(namespace, name))).first()
+            return None if row is None else str(row[0])
+
+        return await self._run(query)
+
+    async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
+        class _Lost(Exception):
+            pass
+
+        def swap(conn: Connection) -> None:
+            for s in swaps:
+                if s.expected is None:
+                    conn.execute(
+                        insert(TABLES).values(
+                            catalog_name=self._name,
+                            table_namespace=s.namespace,
+                            table_name=s.name,
+                            metadata_location=s.new,
+                            previous_metadata_location=None,
+                            iceberg_type="TABLE",
+                        )
+                    )
+                    continue
+                result = conn.execute(
+                    update(TABLES)
+                    .where(self._table(s.namespace, s.name), TABLES.c.metadata_location == s.expected)
+                    .values(metadata_location=s.new, previous_metadata_location=s.expected)
+                )
+                if result.rowcount != 1:
+                    raise _Lost  # rolls the whole transaction back
+
+        try:
+            await self._run(swap)
+        except (_Lost, IntegrityError):
+            return False
+        return True
+
+    async def drop_table_pointer(self, namespace: str, name: str) -> str:
+        def drop(conn: Connection) -> str:
+            row = conn.execute(select(TABLES.c.metadata_location).where(self._table(namespace, name))).first()
+            if row is None:
+                raise NoSuchTable(name)
+            conn.execute(delete(TABLES).where(self._table(namespace, name)))
+            return str(row[0])
+
+        return await self._run(drop)
+
+    async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
+        def rename(conn: Connection) -> None:
+            result = conn.execute(
+                update(TABLES)
+                .where(self._table(namespace, name))
+                .values(table_namespace=to_namespace, table_name=to_name)
+            )
+            if result.rowcount != 1:
+                raise NoSuchTable(name)
+
+        try:
+            await self._run(rename)
+        except IntegrityError as exc:
+            raise AlreadyExists(to_name) from exc
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()

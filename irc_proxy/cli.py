@@ -1,0 +1,81 @@
+"""Command line: ``irc-proxy serve``, ``irc-proxy check-config``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from irc_proxy import __version__
+from irc_proxy.settings import ENV_CONFIG_FILE, ConfigError, Settings, load_settings
+
+log = logging.getLogger("irc_proxy")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="irc-proxy",
+        description="Apache Iceberg REST catalog server and proxy. Configuration: a TOML file "
+        "(--config or $IRC_PROXY_CONFIG) plus IRC_PROXY_* environment overrides; see README.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"irc-proxy {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve the REST catalog")
+    check = commands.add_parser("check-config", help="validate the configuration and print it (secrets masked)")
+    for sub in (serve, check):
+        sub.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    serve.add_argument("--host", help="override server.host")
+    serve.add_argument("--port", type=int, help="override server.port")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``irc-proxy`` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        print(f"irc-proxy: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "check-config":
+        print(settings.model_dump_json(indent=2))
+        return 0
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    if overrides:
+        settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
+    if args.config:
+        os.environ[ENV_CONFIG_FILE] = args.config
+    return serve(settings)
+
+
+def serve(settings: Settings) -> int:
+    """Run hypercorn until SIGINT/SIGTERM."""
+    from hypercorn.asyncio import serve as hypercorn_serve
+    from hypercorn.config import Config
+
+    from irc_proxy.app import create_app
+
+    logging.basicConfig(
+        level=settings.server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    config = Config()
+    config.bind = [f"{settings.server.host}:{settings.server.port}"]
+    config.accesslog = None
+    config.graceful_timeout = 10
+    log.info("irc-proxy %s listening on http://%s:%d", __version__, settings.server.host, settings.server.port)
+    for name, catalog in settings.catalogs.items():
+        log.info("catalog %r: backend %s, warehouse %s", name, catalog.kind, catalog.warehouse)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await hypercorn_serve(create_app(settings), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+    asyncio.run(run())
+    return 0

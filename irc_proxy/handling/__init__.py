@@ -1,0 +1,1 @@
+"""Catalog operations that know no HTTP: naming, commits, one service per catalog."""

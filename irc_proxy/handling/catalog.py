@@ -1,0 +1,59 @@
+"""One configured catalog (a ``prefix``): its backend plus the services built on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irc_proxy.backends._sync import ThreadRunner
+from irc_proxy.backends.base import Backend, Capability
+from irc_proxy.errors import NoSuchWarehouse
+from irc_proxy.handling.metadata import MetadataFiles
+from irc_proxy.handling.namespaces import Namespaces
+from irc_proxy.handling.naming import NamespaceCodec
+from irc_proxy.handling.tables import Tables
+from irc_proxy.handling.views_index import NoViews, ViewIndex
+
+
+@dataclass(frozen=True)
+class Catalog:
+    name: str
+    backend: Backend
+    codec: NamespaceCodec
+    namespaces: Namespaces
+    tables: Tables
+    has_views: bool
+
+    @classmethod
+    def build(
+        cls, name: str, backend: Backend, separator: str, threads: ThreadRunner, views: ViewIndex | None = None
+    ) -> Catalog:
+        codec = NamespaceCodec(separator)
+        index = views or NoViews()
+        namespaces = Namespaces(backend, codec, index)
+        tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads))
+        return cls(name, backend, codec, namespaces, tables, views is not None)
+
+    def supports(self, capability: Capability) -> bool:
+        return capability in self.backend.capabilities
+
+
+class Catalogs:
+    """All catalogs of this process, by name, with the default one for un-prefixed routes."""
+
+    def __init__(self, catalogs: dict[str, Catalog], default: str) -> None:
+        self._catalogs = catalogs
+        self.default = default
+
+    def get(self, name: str | None) -> Catalog:
+        """The catalog named ``name`` (the default when None). Raises NoSuchWarehouse."""
+        catalog = self._catalogs.get(self.default if name is None else name)
+        if catalog is None:
+            raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
+        return catalog
+
+    def all(self) -> list[Catalog]:
+        return list(self._catalogs.values())
+
+    async def close(self) -> None:
+        for catalog in self._catalogs.values():
+            await catalog.backend.close()

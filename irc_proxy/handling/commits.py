@@ -1,0 +1,192 @@
+"""Table commits as data plus pure functions: parse, check requirements, apply updates.
+
+Requirements are checked against the table's *current* metadata with Iceberg Java's exact
+failure messages, then the updates are applied with pyiceberg's update machinery. Java clients
+omit ``identifier`` in commit bodies, so requirements and updates are parsed element by element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pyiceberg.catalog import MetastoreCatalog
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import (
+    AddSnapshotUpdate,
+    AssertCreate,
+    AssertCurrentSchemaId,
+    AssertDefaultSortOrderId,
+    AssertDefaultSpecId,
+    AssertLastAssignedFieldId,
+    AssertLastAssignedPartitionId,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    RemovePartitionStatisticsUpdate,
+    RemoveSnapshotsUpdate,
+    RemoveStatisticsUpdate,
+    SetPartitionStatisticsUpdate,
+    SetStatisticsUpdate,
+    TableRequirement,
+    TableUpdate,
+    update_table_metadata,
+)
+
+from irc_proxy.errors import BadRequest, CommitFailed, Unsupported
+
+_REQUIREMENT = TypeAdapter(TableRequirement)
+_UPDATE = TypeAdapter(TableUpdate)
+
+
+def parse_requirements(raw: Any) -> list[TableRequirement]:
+    """Parse a JSON list of requirements; unknown types and bad fields raise BadRequest."""
+    return [_parse(_REQUIREMENT, item, "requirement", "type") for item in _as_list(raw, "requirements")]
+
+
+def parse_updates(raw: Any) -> list[TableUpdate]:
+    """Parse a JSON list of table updates; unknown actions and bad fields raise BadRequest."""
+    return [_parse(_UPDATE, item, "update", "action") for item in _as_list(raw, "updates")]
+
+
+def _as_list(raw: Any, field: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise BadRequest(f"Invalid commit: {field} must be a list")
+    return raw
+
+
+def _parse(adapter: TypeAdapter[Any], item: Any, kind: str, tag: str) -> Any:
+    if not isinstance(item, dict):
+        raise BadRequest(f"Invalid {kind}: expected an object, got {type(item).__name__}")
+    try:
+        return adapter.validate_python(item)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            raise BadRequest(f"Unsupported {kind} {tag}: {item.get(tag)!r}") from None
+        where = ".".join(str(p) for p in first["loc"][1:])
+        raise BadRequest(f"Invalid {kind} {item.get(tag)!r}: {where}: {first['msg']}") from None
+
+
+def is_create(requirements: Sequence[TableRequirement]) -> bool:
+    """Whether the commit creates the table (a staged create or create transaction)."""
+    return any(isinstance(r, AssertCreate) for r in requirements)
+
+
+def check_requirements(requirements: Sequence[TableRequirement], base: TableMetadata | None) -> None:
+    """Raise CommitFailed, with Iceberg Java's message, for the first requirement that fails."""
+    for requirement in requirements:
+        message = _failure(requirement, base)
+        if message is not None:
+            raise CommitFailed(f"Requirement failed: {message}")
+
+
+def _failure(r: TableRequirement, base: TableMetadata | None) -> str | None:  # noqa: PLR0911
+    if isinstance(r, AssertCreate):
+        return "table already exists" if base is not None else None
+    if base is None:
+        return "table does not exist"
+    if isinstance(r, AssertTableUUID):
+        return None if r.uuid == base.table_uuid else f"UUID does not match: expected {base.table_uuid} != {r.uuid}"
+    if isinstance(r, AssertRefSnapshotId):
+        ref = base.refs.get(r.ref)
+        if ref is not None:
+            kind = ref.snapshot_ref_type.value
+            if r.snapshot_id is None:
+                return f"{kind} {r.ref} was created concurrently"
+            if r.snapshot_id != ref.snapshot_id:
+                return f"{kind} {r.ref} has changed: expected id {r.snapshot_id} != {ref.snapshot_id}"
+            return None
+        return None if r.snapshot_id is None else f"branch or tag {r.ref} is missing, expected {r.snapshot_id}"
+    if isinstance(r, AssertLastAssignedFieldId):
+        found = base.last_column_id
+        return (
+            None
+            if found == r.last_assigned_field_id
+            else _changed("last assigned field id", r.last_assigned_field_id, found)
+        )
+    if isinstance(r, AssertCurrentSchemaId):
+        found = base.current_schema_id
+        return None if found == r.current_schema_id else _changed("current schema", r.current_schema_id, found)
+    if isinstance(r, AssertLastAssignedPartitionId):
+        partition_id = base.last_partition_id
+        expected = r.last_assigned_partition_id
+        return None if partition_id == expected else _changed("last assigned partition id", expected, partition_id)
+    if isinstance(r, AssertDefaultSpecId):
+        found = base.default_spec_id
+        return None if found == r.default_spec_id else _changed("default partition spec", r.default_spec_id, found)
+    if isinstance(r, AssertDefaultSortOrderId):
+        found = base.default_sort_order_id
+        return (
+            None if found == r.default_sort_order_id else _changed("default sort order", r.default_sort_order_id, found)
+        )
+    raise BadRequest(f"Unsupported requirement type: {r.type}")
+
+
+def _changed(what: str, expected: object, found: object) -> str:
+    return f"{what} changed: expected id {expected} != {found}"
+
+
+def apply_updates(
+    base: TableMetadata | None, updates: Sequence[TableUpdate], base_location: str | None
+) -> TableMetadata:
+    """Apply ``updates`` to ``base`` (or to empty metadata for a create) with pyiceberg.
+
+    Raises:
+        BadRequest: an update is invalid for this metadata.
+        Unsupported: pyiceberg cannot produce the requested metadata (e.g. format version 3).
+    """
+    effective = tuple(_drop_redundant_statistics_removals(base, updates))
+    try:
+        return update_table_metadata(
+            base_metadata=base if base is not None else MetastoreCatalog._empty_table_metadata(),
+            updates=effective,
+            enforce_validation=base is None,
+            metadata_location=base_location,
+        )
+    except NotImplementedError as exc:
+        raise Unsupported(f"Cannot apply table update: {exc}") from exc
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BadRequest(f"Cannot apply table update: {exc}") from exc
+
+
+def _drop_redundant_statistics_removals(
+    base: TableMetadata | None, updates: Sequence[TableUpdate]
+) -> list[TableUpdate]:
+    """Make remove-snapshots and remove-(partition-)statistics idempotent, as Iceberg Java is.
+
+    Spark's expire_snapshots sends remove-snapshots and then remove-statistics for the same
+    snapshot; pyiceberg already dropped the statistics with the snapshot and would raise.
+    """
+    snapshots = {s.snapshot_id for s in base.snapshots} if base else set()
+    stats = {s.snapshot_id for s in base.statistics} if base else set()
+    partition_stats = {s.snapshot_id for s in base.partition_statistics} if base else set()
+    kept: list[TableUpdate] = []
+    for original in updates:
+        update = original
+        if isinstance(update, SetStatisticsUpdate):
+            stats.add(update.statistics.snapshot_id)
+        elif isinstance(update, SetPartitionStatisticsUpdate):
+            partition_stats.add(update.partition_statistics.snapshot_id)
+        elif isinstance(update, AddSnapshotUpdate):
+            snapshots.add(update.snapshot.snapshot_id)
+        elif isinstance(update, RemoveSnapshotsUpdate):
+            present = [i for i in update.snapshot_ids if i in snapshots]
+            if not present:
+                continue
+            update = update.model_copy(update={"snapshot_ids": present})
+            snapshots -= set(present)
+            stats -= set(present)
+            partition_stats -= set(present)
+        elif isinstance(update, RemoveStatisticsUpdate):
+            if update.snapshot_id not in stats:
+                continue
+            stats.discard(update.snapshot_id)
+        elif isinstance(update, RemovePartitionStatisticsUpdate):
+            if update.snapshot_id not in partition_stats:
+                continue
+            partition_stats.discard(update.snapshot_id)
+        kept.append(update)
+    return kept

@@ -1,0 +1,117 @@
+"""Namespace operations: nested levels over a backend's flat names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from irc_proxy.backends.base import Backend, Properties
+from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
+from irc_proxy.handling.naming import Namespace, NamespaceCodec, display
+from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.views_index import ViewIndex
+
+_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class PropertiesUpdate:
+    updated: list[str]
+    removed: list[str]
+    missing: list[str]
+
+
+def no_such_namespace(namespace: Sequence[str]) -> NoSuchNamespace:
+    return NoSuchNamespace(f"Namespace does not exist: {display(namespace)}")
+
+
+class Namespaces:
+    """Create, list, load, update and drop nested namespaces."""
+
+    def __init__(self, backend: Backend, codec: NamespaceCodec, views: ViewIndex) -> None:
+        self._backend = backend
+        self._codec = codec
+        self._views = views
+
+    async def flat_existing(self, namespace: Namespace) -> str:
+        """The flat name of an existing namespace; raises NoSuchNamespace."""
+        flat = self._codec.to_flat(namespace)
+        if not await self._backend.namespace_exists(flat):
+            raise no_such_namespace(namespace)
+        return flat
+
+    async def list(self, parent: Namespace, page: PageRequest) -> Page[Namespace]:
+        """Direct children of ``parent`` (the top level when empty), each as its full level tuple."""
+        if parent:
+            await self.flat_existing(parent)
+        prefix = self._codec.children_prefix(parent)
+        want = None if page.limit is None else page.limit + 1
+        found: list[str] = []
+        cursor = page.after
+        while want is None or len(found) < want:
+            batch = await self._backend.list_namespaces(prefix, cursor, _BATCH)
+            found += [name for name in batch if self._codec.separator not in name[len(prefix) :]]
+            if len(batch) < _BATCH:
+                break
+            cursor = batch[-1]
+        next_token = None
+        if page.limit is not None and len(found) > page.limit:
+            found = found[: page.limit]
+            next_token = encode_token(found[-1])
+        return Page([self._codec.from_flat(name) for name in found], next_token)
+
+    async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
+        """Create the namespace and any missing parents in one step."""
+        flat = self._codec.to_flat(namespace)
+        if await self._backend.namespace_exists(flat):
+            raise AlreadyExists(f"Namespace already exists: {display(namespace)}")
+        missing: list[tuple[str, Properties]] = [
+            (parent_flat, {})
+            for depth in range(1, len(namespace))
+            if not await self._backend.namespace_exists(parent_flat := self._codec.to_flat(namespace[:depth]))
+        ]
+        try:
+            await self._backend.create_namespaces([*missing, (flat, dict(properties))])
+        except AlreadyExists:
+            raise AlreadyExists(f"Namespace already exists: {display(namespace)}") from None
+        return dict(properties)
+
+    async def load(self, namespace: Namespace) -> Properties:
+        try:
+            return await self._backend.load_namespace(self._codec.to_flat(namespace))
+        except NoSuchNamespace:
+            raise no_such_namespace(namespace) from None
+
+    async def exists(self, namespace: Namespace) -> None:
+        """Raise NoSuchNamespace unless it exists."""
+        await self.flat_existing(namespace)
+
+    async def drop(self, namespace: Namespace) -> None:
+        """Drop an empty namespace; there is no cascade."""
+        flat = await self.flat_existing(namespace)
+        if await self._backend.list_namespaces(self._codec.children_prefix(namespace), None, 1):
+            raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains namespaces.")
+        if await self._views.namespace_has_views(flat):
+            raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains views.")
+        try:
+            await self._backend.drop_namespace(flat)
+        except NamespaceNotEmpty:
+            raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains tables.") from None
+        except NoSuchNamespace:
+            raise no_such_namespace(namespace) from None
+
+    async def update_properties(
+        self, namespace: Namespace, removals: Sequence[str], updates: Mapping[str, str]
+    ) -> PropertiesUpdate:
+        overlap = sorted(set(removals) & set(updates))
+        if overlap:
+            raise Unprocessable(f"Updates and removals conflict for these keys: {overlap}")
+        try:
+            before = await self._backend.update_namespace(self._codec.to_flat(namespace), removals, updates)
+        except NoSuchNamespace:
+            raise no_such_namespace(namespace) from None
+        return PropertiesUpdate(
+            updated=sorted(updates),
+            removed=sorted(k for k in set(removals) if k in before),
+            missing=sorted(k for k in set(removals) if k not in before),
+        )

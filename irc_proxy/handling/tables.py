@@ -1,0 +1,262 @@
+"""Table operations over a backend's pointers: create, load, commit (with server-side retry), drop..."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
+from pyiceberg.table.update import TableRequirement, TableUpdate
+
+from irc_proxy.backends.base import Backend, Capability, PointerSwap
+from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable, NotFound, Unsupported
+from irc_proxy.handling import commits
+from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
+from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
+from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
+from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.views_index import ViewIndex
+
+MAX_COMMIT_ATTEMPTS = 16
+_UNSAFE_PATH_CHARS = re.compile(r"[^A-Za-z0-9_.=-]")
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """A table's metadata and where it lives (``metadata_location`` is None for a staged create)."""
+
+    metadata_location: str | None
+    metadata: TableMetadata
+    config: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableCreate:
+    name: str
+    schema: Schema
+    location: str | None = None
+    partition_spec: PartitionSpec | None = None
+    write_order: SortOrder | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    stage_create: bool = False
+
+
+@dataclass(frozen=True)
+class TableChange:
+    ident: TableIdent
+    requirements: Sequence[TableRequirement]
+    updates: Sequence[TableUpdate]
+
+
+def no_such_table(ident: TableIdent) -> NoSuchTable:
+    return NoSuchTable(f"Table does not exist: {ident}")
+
+
+def _path_part(text: str) -> str:
+    safe = _UNSAFE_PATH_CHARS.sub("_", text)
+    return "_" if safe in (".", "..") else safe
+
+
+class Tables:
+    """One catalog's tables."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        codec: NamespaceCodec,
+        namespaces: Namespaces,
+        views: ViewIndex,
+        files: MetadataFiles,
+    ) -> None:
+        self._backend = backend
+        self._codec = codec
+        self._namespaces = namespaces
+        self._views = views
+        self.files = files
+
+    # Reading ----------------------------------------------------------------------------
+    async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
+        flat = await self._namespaces.flat_existing(namespace)
+        limit = 10**9 if page.limit is None else page.limit + 1
+        names = await self._backend.list_tables(flat, page.after, limit)
+        next_token = None
+        if page.limit is not None and len(names) > page.limit:
+            names = names[: page.limit]
+            next_token = encode_token(names[-1])
+        return Page([TableIdent(namespace, name) for name in names], next_token)
+
+    async def _pointer(self, ident: TableIdent) -> tuple[str, str | None]:
+        flat = self._codec.to_flat(ident.namespace)
+        return flat, await self._backend.load_table_pointer(flat, ident.name)
+
+    async def load(self, ident: TableIdent) -> LoadedTable:
+        _, location = await self._pointer(ident)
+        if location is None:
+            raise no_such_table(ident)
+        return LoadedTable(location, await self.files.read(location))
+
+    async def current_location(self, ident: TableIdent) -> str:
+        """The current metadata location (cheap: no file is read). Raises NoSuchTable."""
+        _, location = await self._pointer(ident)
+        if location is None:
+            raise no_such_table(ident)
+        return location
+
+    async def exists(self, ident: TableIdent) -> None:
+        await self.current_location(ident)
+
+    # Creating ---------------------------------------------------------------------------
+    async def _check_free(self, flat: str, ident: TableIdent) -> None:
+        if await self._backend.load_table_pointer(flat, ident.name) is not None:
+            raise AlreadyExists(f"Table already exists: {ident}")
+        if await self._views.view_exists(flat, ident.name):
+            raise AlreadyExists(f"View with same name already exists: {ident}")
+
+    async def default_location(self, namespace: Namespace, name: str) -> str:
+        properties = await self._namespaces.load(namespace)
+        if base := properties.get("location"):
+            return f"{base.rstrip('/')}/{_path_part(name)}"
+        parts = [_path_part(level) for level in namespace] + [_path_part(name)]
+        return "/".join([self._backend.warehouse, *parts])
+
+    async def create(self, namespace: Namespace, request: TableCreate) -> LoadedTable:
+        ident = TableIdent(namespace, validate_name(request.name))
+        flat = await self._namespaces.flat_existing(namespace)
+        await self._check_free(flat, ident)
+        location = (request.location or "").rstrip("/") or await self.default_location(namespace, ident.name)
+        try:
+            metadata = new_table_metadata(
+                schema=request.schema,
+                partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
+                sort_order=request.write_order or UNSORTED_SORT_ORDER,
+                location=location,
+                properties=dict(request.properties),
+            )
+        except NotImplementedError as exc:
+            raise Unsupported(f"Cannot create table {ident}: {exc}") from exc
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadRequest(f"Cannot create table {ident}: {exc}") from exc
+        if request.stage_create:
+            await self.files.make_directory(f"{location}/metadata")
+            return LoadedTable(None, metadata)
+        metadata_location = new_metadata_location(metadata, 0)
+        await self.files.write(metadata, metadata_location)
+        if not await self._backend.swap_table_pointers([PointerSwap(flat, ident.name, None, metadata_location)]):
+            raise AlreadyExists(f"Table already exists: {ident}")
+        return LoadedTable(metadata_location, metadata)
+
+    async def register(self, namespace: Namespace, name: str, metadata_location: str, overwrite: bool) -> LoadedTable:
+        ident = TableIdent(namespace, validate_name(name))
+        flat = await self._namespaces.flat_existing(namespace)
+        if await self._views.view_exists(flat, ident.name):
+            raise AlreadyExists(f"View with same name already exists: {ident}")
+        current = await self._backend.load_table_pointer(flat, ident.name)
+        if current is not None and not overwrite:
+            raise AlreadyExists(f"Table already exists: {ident}")
+        metadata = await self.files.read(metadata_location)
+        if not await self._backend.swap_table_pointers([PointerSwap(flat, ident.name, current, metadata_location)]):
+            raise CommitFailed(f"Table {ident} changed while it was being registered; retry")
+        return LoadedTable(metadata_location, metadata)
+
+    # Committing -------------------------------------------------------------------------
+    async def _stage(
+        self, change: TableChange
+    ) -> tuple[PointerSwap, TableMetadata | None, TableMetadata] | LoadedTable:
+        """Validate and apply one change against current state; write the new metadata file."""
+        ident = change.ident
+        flat, current = await self._pointer(ident)
+        base: TableMetadata | None = None
+        if current is None:
+            if not commits.is_create(change.requirements):
+                raise no_such_table(ident)
+            if not await self._backend.namespace_exists(flat):
+                raise no_such_namespace(ident.namespace)
+            if await self._views.view_exists(flat, ident.name):
+                raise AlreadyExists(f"View with same name already exists: {ident}")
+        else:
+            base = await self.files.read(current)
+        commits.check_requirements(change.requirements, base)
+        new = commits.apply_updates(base, change.updates, current)
+        if base is not None and current is not None and new == base:
+            return LoadedTable(current, base)
+        location = new_metadata_location(new, metadata_version(current) + 1 if current else 0)
+        await self.files.write(new, location)
+        return PointerSwap(flat, ident.name, current, location), base, new
+
+    async def commit(self, change: TableChange) -> LoadedTable:
+        """Commit one table's change, re-basing on the latest metadata while requirements hold."""
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            staged = await self._stage(change)
+            if isinstance(staged, LoadedTable):
+                return staged
+            swap, base, new = staged
+            if await self._backend.swap_table_pointers([swap]):
+                if base is not None:
+                    await self.files.delete_replaced(base, new)
+                return LoadedTable(swap.new, new)
+            await self._lost_race(attempt)
+        raise CommitFailed(f"Commit failed: {change.ident} is being changed concurrently; retry later")
+
+    async def commit_transaction(self, changes: Sequence[TableChange]) -> None:
+        """Commit changes to several tables all-or-nothing."""
+        if Capability.MULTI_TABLE_COMMIT not in self._backend.capabilities:
+            raise Unsupported("This catalog's backend cannot commit several tables atomically")
+        idents = [c.ident for c in changes]
+        if len(set(idents)) != len(idents):
+            raise BadRequest("Invalid transaction: a table appears more than once")
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            staged = [await self._stage(change) for change in changes]
+            swaps = [s for s in staged if not isinstance(s, LoadedTable)]
+            if not swaps or await self._backend.swap_table_pointers([s[0] for s in swaps]):
+                for _, base, new in swaps:
+                    if base is not None:
+                        await self.files.delete_replaced(base, new)
+                return
+            await self._lost_race(attempt)
+        raise CommitFailed("Commit failed: tables in the transaction are being changed concurrently; retry later")
+
+    @staticmethod
+    async def _lost_race(attempt: int) -> None:
+        await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311 - jitter only
+
+    # Removing ---------------------------------------------------------------------------
+    async def drop(self, ident: TableIdent, purge: bool) -> None:
+        flat = self._codec.to_flat(ident.namespace)
+        try:
+            location = await self._backend.drop_table_pointer(flat, ident.name)
+        except NoSuchTable:
+            raise no_such_table(ident) from None
+        if purge:
+            try:
+                metadata = await self.files.read(location)
+            except (NotFound, BadRequest):
+                return
+            await self.files.purge(location, metadata)
+
+    async def unregister(self, ident: TableIdent) -> LoadedTable:
+        loaded = await self.load(ident)
+        await self.drop(ident, purge=False)
+        return loaded
+
+    async def rename(self, source: TableIdent, target: TableIdent) -> None:
+        validate_name(target.name)
+        source_flat, location = await self._pointer(source)
+        if location is None:
+            raise no_such_table(source)
+        target_flat = await self._namespaces.flat_existing(target.namespace)
+        if await self._backend.load_table_pointer(target_flat, target.name) is not None:
+            raise AlreadyExists(f"Table already exists: {target}")
+        if await self._views.view_exists(target_flat, target.name):
+            raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists")
+        try:
+            await self._backend.rename_table(source_flat, source.name, target_flat, target.name)
+        except NoSuchTable:
+            raise no_such_table(source) from None
+        except AlreadyExists:
+            raise AlreadyExists(f"Table already exists: {target}") from None

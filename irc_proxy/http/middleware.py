@@ -1,0 +1,66 @@
+"""Pure ASGI middleware: raw-path routing, request ids and the access log."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+access_log = logging.getLogger("irc_proxy.access")
+
+
+class RawPathRouting:
+    """Route on the still-encoded path.
+
+    ASGI servers put the percent-decoded path in ``scope["path"]``, where ``%2F`` inside a name
+    would become a path separator and ``%1F`` a control character. The spec's path segments must
+    be split first and decoded one by one, so routing sees ``raw_path``.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("raw_path"):
+            raw = scope["raw_path"].split(b"?", 1)[0]
+            scope = dict(scope, path=raw.decode("latin-1"))
+        await self.app(scope, receive, send)
+
+
+class RequestContext:
+    """Give each request an id (``X-Request-Id``, kept if the client sent a sane one) and log it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
+        request_id = sent if 0 < len(sent) <= 128 and sent.isprintable() else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode("latin-1"))]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            access_log.info(
+                "%s %s %d %.1fms id=%s",
+                scope["method"],
+                scope.get("path", ""),
+                status,
+                (time.perf_counter() - started) * 1000,
+                request_id,
+            )

@@ -1,0 +1,124 @@
+"""Request parsing: raw path segments, query parameters and JSON bodies -> domain values."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+from urllib.parse import unquote_plus
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from irc_proxy.errors import BadRequest
+from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
+from irc_proxy.handling.paging import PageRequest, decode_token
+
+M = TypeVar("M", bound=BaseModel)
+_ENCODED_UNIT_SEPARATOR = re.compile("%1f", re.IGNORECASE)
+
+
+def catalogs(request: Request) -> Catalogs:
+    found: Catalogs = request.state.catalogs
+    return found
+
+
+def catalog(request: Request) -> Catalog:
+    """The catalog named by the ``{prefix}`` path segment, or the default one."""
+    prefix = request.path_params.get("prefix")
+    return catalogs(request).get(None if prefix is None else unquote_plus(prefix))
+
+
+def decode_namespace(segment: str, separator: str) -> Namespace:
+    """Decode a ``{namespace}`` path segment (routing is done on the raw, still-encoded path).
+
+    Levels are joined by ``%1F`` (the spec's default); a segment without it may use the
+    server's separator unencoded (``team:sales``). Each level is decoded form-style, as Java's
+    URLEncoder writes it (``+`` is a space).
+    """
+    if _ENCODED_UNIT_SEPARATOR.search(segment) or "\x1f" in segment:
+        parts = _ENCODED_UNIT_SEPARATOR.sub("\x1f", segment).split("\x1f")
+    else:
+        parts = segment.split(separator)
+    namespace = tuple(unquote_plus(part) for part in parts)
+    validate_namespace(namespace)
+    return namespace
+
+
+def namespace_param(request: Request) -> Namespace:
+    return decode_namespace(request.path_params["namespace"], catalog(request).codec.separator)
+
+
+def name_param(request: Request, key: str) -> str:
+    return unquote_plus(request.path_params[key])
+
+
+def table_param(request: Request, key: str = "table") -> TableIdent:
+    return TableIdent(namespace_param(request), name_param(request, key))
+
+
+def parent_param(request: Request) -> Namespace:
+    """The ``parent`` query parameter: levels joined by 0x1F (already query-decoded)."""
+    raw = request.query_params.get("parent", "")
+    if not raw:
+        return ()
+    namespace = tuple(raw.split("\x1f"))
+    validate_namespace(namespace)
+    return namespace
+
+
+def page_param(request: Request) -> PageRequest:
+    """Paginate only when the client sent ``pageToken`` (Java sends an empty one) or ``pageSize``."""
+    params = request.query_params
+    token, size = params.get("pageToken"), params.get("pageSize")
+    if token is None and size is None:
+        return PageRequest()
+    settings = request.state.settings.server
+    limit = settings.default_page_size
+    if size:
+        try:
+            limit = int(size)
+        except ValueError:
+            raise BadRequest(f"Invalid pageSize: {size!r} is not an integer") from None
+        if limit < 1:
+            raise BadRequest(f"Invalid pageSize: {limit} (must be at least 1)")
+    return PageRequest(after=decode_token(token) if token else None, limit=min(limit, settings.max_page_size))
+
+
+def bool_param(request: Request, key: str, default: bool = False) -> bool:
+    raw = request.query_params.get(key)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    raise BadRequest(f"Invalid {key}: {raw!r} (expected true or false)")
+
+
+async def json_body(request: Request) -> Any:
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"Malformed request body: not valid JSON ({exc})") from None
+
+
+async def body_model(request: Request, model: type[M]) -> M:
+    """Parse the JSON body into ``model``; any problem is a 400 naming the field."""
+    data = await json_body(request)
+    if not isinstance(data, dict):
+        raise BadRequest("Malformed request body: expected a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise BadRequest(describe(exc)) from None
+    except (ValueError, TypeError) as exc:
+        raise BadRequest(f"Invalid request body: {exc}") from None
+
+
+def describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        problems.append(f"{where}: {error['msg']}")
+    return "Invalid request body: " + "; ".join(problems)

@@ -1,0 +1,67 @@
+"""Response rendering: JSON bodies, LoadTableResult bytes and ETags."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pyiceberg.table.metadata import TableMetadata
+from starlette.responses import Response
+
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.tables import LoadedTable
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        json.dumps(body, separators=(",", ":")), status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def no_content() -> Response:
+    return Response(status_code=204)
+
+
+def identifier(ident: TableIdent) -> dict[str, Any]:
+    return {"namespace": list(ident.namespace), "name": ident.name}
+
+
+def etag(metadata_location: str, snapshots: str) -> str:
+    """Derived from the metadata location (immutable files) and the snapshots mode."""
+    digest = hashlib.sha256(f"{metadata_location}\n{snapshots}".encode()).hexdigest()[:32]
+    return f'"{digest}"'
+
+
+def etag_matches(if_none_match: str | None, tag: str) -> bool:
+    if not if_none_match:
+        return False
+    candidates = {c.strip().removeprefix("W/") for c in if_none_match.split(",")}
+    return "*" in candidates or tag in candidates or tag.strip('"') in candidates
+
+
+def only_referenced_snapshots(metadata: TableMetadata) -> TableMetadata:
+    """``snapshots=refs``: keep the snapshots reachable from a branch or tag."""
+    keep: set[int] = set()
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    for ref in metadata.refs.values():
+        snapshot_id: int | None = ref.snapshot_id
+        while snapshot_id is not None and snapshot_id not in keep and snapshot_id in by_id:
+            keep.add(snapshot_id)
+            snapshot_id = by_id[snapshot_id].parent_snapshot_id
+    return metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots if s.snapshot_id in keep]})
+
+
+def load_table_body(table: LoadedTable, metadata: TableMetadata | None = None) -> bytes:
+    """LoadTableResult; the metadata JSON is spliced in as pyiceberg serialises it."""
+    head = json.dumps({"metadata-location": table.metadata_location, "config": table.config})
+    metadata_json = (metadata or table.metadata).model_dump_json()
+    return f'{head[:-1]},"metadata":{metadata_json}}}'.encode()
+
+
+def load_table_response(table: LoadedTable, snapshots: str = "all", status: int = 200) -> Response:
+    metadata = only_referenced_snapshots(table.metadata) if snapshots == "refs" else table.metadata
+    headers = {} if table.metadata_location is None else {"ETag": etag(table.metadata_location, snapshots)}
+    return Response(
+        load_table_body(table, metadata), status_code=status, media_type="application/json", headers=headers
+    )

@@ -1,0 +1,89 @@
+"""The route table: every operation the server implements, with its spec path template.
+
+The same table drives routing (with and without ``{prefix}``) and the ``endpoints`` list that
+``/v1/config`` advertises for each catalog, so what is advertised is exactly what is served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from irc_proxy.backends.base import Capability
+from irc_proxy.errors import Unsupported
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.http import namespaces, tables
+from irc_proxy.http.parsing import catalog
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    template: str
+    handler: Endpoint
+    needs: Capability | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.method} {self.template}"
+
+
+NS = "/v1/{prefix}/namespaces/{namespace}"
+TABLE = NS + "/tables/{table}"
+
+OPERATIONS: list[Operation] = [
+    Operation("GET", "/v1/{prefix}/namespaces", namespaces.list_namespaces),
+    Operation("POST", "/v1/{prefix}/namespaces", namespaces.create_namespace),
+    Operation("GET", NS, namespaces.load_namespace),
+    Operation("HEAD", NS, namespaces.namespace_exists),
+    Operation("DELETE", NS, namespaces.drop_namespace),
+    Operation("POST", NS + "/properties", namespaces.update_properties),
+    Operation("GET", NS + "/tables", tables.list_tables),
+    Operation("POST", NS + "/tables", tables.create_table),
+    Operation("POST", NS + "/register", tables.register_table),
+    Operation("GET", TABLE, tables.load_table),
+    Operation("HEAD", TABLE, tables.table_exists),
+    Operation("POST", TABLE, tables.commit_table),
+    Operation("DELETE", TABLE, tables.drop_table),
+    Operation("POST", TABLE + "/unregister", tables.unregister_table),
+    Operation("POST", TABLE + "/metrics", tables.report_metrics),
+    Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table),
+    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, Capability.MULTI_TABLE_COMMIT),
+]
+
+
+def endpoints_for(catalog: Catalog) -> list[str]:
+    """The ``endpoints`` list of ``/v1/config`` for one catalog."""
+    return [op.endpoint for op in OPERATIONS if op.needs is None or catalog.supports(op.needs)]
+
+
+def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
+    async def endpoint(request: Request) -> Response:
+        operation = handlers.get(request.method)
+        if operation is None:
+            raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
+        if operation.needs is not None and not catalog(request).supports(operation.needs):
+            raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
+        return await operation.handler(request)
+
+    return endpoint
+
+
+def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
+    """Starlette routes: each template without the prefix first, then with it."""
+    by_path: dict[str, dict[str, Operation]] = {}
+    for op in operations:
+        by_path.setdefault(op.template, {})[op.method] = op
+    unprefixed, prefixed = [], []
+    for template, handlers in by_path.items():
+        methods = list(handlers) + (["HEAD"] if "GET" in handlers and "HEAD" not in handlers else [])
+        unprefixed.append(Route(template.replace("/{prefix}", ""), _dispatch(handlers), methods=list(set(methods))))
+        prefixed.append(Route(template, _dispatch(handlers), methods=list(set(methods))))
+    return [*unprefixed, *prefixed]

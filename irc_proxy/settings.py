@@ -1,0 +1,155 @@
+"""Typed settings: a TOML file plus ``IRC_PROXY_*`` environment overrides.
+
+Every key is documented in README.md ("Configuration reference"). The environment maps onto the
+file's keys with ``__`` between levels, e.g. ``IRC_PROXY_SERVER__PORT=9000`` or
+``IRC_PROXY_CATALOGS__LOCAL__WAREHOUSE=file:///data/wh``. Unknown keys and bad values are
+rejected at start-up with a message that names the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+ENV_PREFIX = "IRC_PROXY_"
+ENV_CONFIG_FILE = "IRC_PROXY_CONFIG"
+DEFAULT_CATALOG_NAME = "local"
+# Path words that follow ``/v1/`` in the spec; a catalog (prefix) may not be named like them.
+RESERVED_CATALOG_NAMES = frozenset({"config", "namespaces", "tables", "views", "transactions", "oauth", "aws"})
+_CATALOG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the offending key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Strict):
+    """The HTTP server."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8181
+    workers: Annotated[int, Field(ge=1, le=256)] = 1
+    namespace_separator: str = ":"
+    default_page_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    max_page_size: Annotated[int, Field(ge=1, le=100_000)] = 10_000
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("namespace_separator")
+    @classmethod
+    def _one_safe_character(cls, value: str) -> str:
+        if len(value) != 1:
+            raise ValueError("must be exactly one character")
+        if value in "./%" or value.isspace() or not value.isprintable():
+            raise ValueError("must not be '.', '/', '%', white space or a control character")
+        return value
+
+
+class StateSettings(_Strict):
+    """The proxy's own database (views, audit, shared state)."""
+
+    database_url: str = ""
+
+
+class LocalCatalogSettings(_Strict):
+    """The embedded catalog: pyiceberg's SQL catalog tables plus a file or object-store warehouse."""
+
+    kind: Literal["local"] = "local"
+    warehouse: str = ""
+    database_url: str = ""
+    description: str = ""
+
+
+CatalogSettings = Annotated[LocalCatalogSettings, Field(discriminator="kind")]
+
+
+class Settings(_Strict):
+    """All settings of one proxy process."""
+
+    data_dir: str = "./irc-proxy-data"
+    default_catalog: str = ""
+    server: ServerSettings = ServerSettings()
+    state: StateSettings = StateSettings()
+    catalogs: dict[str, CatalogSettings] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fill_defaults(self) -> Settings:
+        data = Path(self.data_dir).expanduser().resolve()
+        catalogs = dict(self.catalogs) or {DEFAULT_CATALOG_NAME: LocalCatalogSettings()}
+        for name, catalog in catalogs.items():
+            if not _CATALOG_NAME.match(name) or name.lower() in RESERVED_CATALOG_NAMES:
+                raise ValueError(
+                    f"catalogs.{name}: a catalog name must match {_CATALOG_NAME.pattern} "
+                    f"and not be one of {sorted(RESERVED_CATALOG_NAMES)}"
+                )
+            catalogs[name] = catalog.model_copy(
+                update={
+                    "warehouse": (catalog.warehouse or (data / "warehouse" / name).as_uri()).rstrip("/"),
+                    "database_url": catalog.database_url or f"sqlite:///{data / 'catalog.db'}",
+                }
+            )
+        default = self.default_catalog or next(iter(catalogs))
+        if default not in catalogs:
+            raise ValueError(f"default_catalog: no catalog named {default!r} is configured")
+        state = self.state.database_url or f"sqlite:///{data / 'state.db'}"
+        object.__setattr__(self, "catalogs", catalogs)
+        object.__setattr__(self, "default_catalog", default)
+        object.__setattr__(self, "state", StateSettings(database_url=state))
+        return self
+
+
+def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the TOML file (if any), apply environment overrides and validate.
+
+    Raises:
+        ConfigError: naming the key that is unknown or has a bad value.
+    """
+    environ = os.environ if environ is None else environ
+    path = path or environ.get(ENV_CONFIG_FILE) or None
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    for key, value in environ.items():
+        if key.startswith(ENV_PREFIX) and key != ENV_CONFIG_FILE:
+            _set_path(raw, key[len(ENV_PREFIX) :].lower().split("__"), value, key)
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: str, env_key: str) -> None:
+    if not all(path):
+        raise ConfigError(f"{env_key}: empty key segment")
+    node = tree
+    for part in path[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{env_key}: {part} is not a table")
+        node = child
+    node[path[-1]] = value
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"] if part != "local") or "(top level)"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        lines.append(f"{key}: {message}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
