@@ -114,9 +114,7 @@ def pyspark_jars() -> list[Path]:
 def _debian_jars() -> dict[str, Path]:
     """Debian jars the build needs; raise with the apt-get command if any is absent."""
     found = {name: _JAVA_DIR / name for name in _DEBIAN_JARS}
-    missing = sorted(
-        {_DEBIAN_JARS[n] for n, path in found.items() if not path.is_file()}
-    )
+    missing = sorted({_DEBIAN_JARS[n] for n, path in found.items() if not path.is_file()})
     if missing:
         raise RuntimeError(
             f"missing {', '.join(n for n, p in found.items() if not p.is_file())} in {_JAVA_DIR}; "
@@ -128,9 +126,7 @@ def _debian_jars() -> dict[str, Path]:
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise RuntimeError(
-            f"{name!r} not on PATH; run: apt-get install -y openjdk-17-jdk-headless"
-        )
+        raise RuntimeError(f"{name!r} not on PATH; run: apt-get install -y openjdk-17-jdk-headless")
     return path
 
 
@@ -193,9 +189,7 @@ def ensure_spark_jars(cache_dir: Path | None = None) -> list[Path]:
 def _run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"{cmd!r} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
-        )
+        raise RuntimeError(f"{cmd!r} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
 
 
 def _has_entry(jar: Path, name: str) -> bool:
@@ -342,9 +336,7 @@ def missing_classes(
                     continue
                 data = zf.read(info)
                 if needle in data:
-                    referenced.update(
-                        r for r in _class_refs(data) if r.startswith(prefix)
-                    )
+                    referenced.update(r for r in _class_refs(data) if r.startswith(prefix))
     return {name.replace("/", ".") for name in referenced - provided}
 
 

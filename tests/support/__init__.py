@@ -1,0 +1,1 @@
+"""Shared test helpers: real proxy processes on real sockets."""

@@ -1,0 +1,66 @@
+"""Start the proxy as a real ``irc-proxy serve`` process (hypercorn) on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ProxyProcess:
+    """One ``irc-proxy serve`` subprocess with its own config file and data directory."""
+
+    def __init__(self, workdir: Path, config: str = "", env: dict[str, str] | None = None) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.config_path = workdir / "irc-proxy.toml"
+        self.config_path.write_text(f'data_dir = "{workdir / "data"}"\n{config}', encoding="utf-8")
+        self.log_path = workdir / "proxy.log"
+        self._env = {k: v for k, v in os.environ.items() if not k.startswith("IRC_PROXY_")} | (env or {})
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30.0) -> ProxyProcess:
+        log = self.log_path.open("ab")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "irc_proxy", "serve", "--config", str(self.config_path), "--port", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self._env,
+            cwd=self.workdir,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"proxy exited with {self._process.returncode}:\n{self.log_path.read_text()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"proxy did not start within {timeout}s:\n{self.log_path.read_text()}")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
