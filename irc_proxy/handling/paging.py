@@ -35,6 +35,9 @@ def encode_token(key: str) -> str:
 def decode_token(token: str) -> str:
     """Inverse of ``encode_token``; raises BadRequest for a token we did not issue."""
     try:
-        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        key = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise BadRequest(f"Invalid pageToken: {token!r}") from exc
+    if not key:
+        raise BadRequest(f"Invalid pageToken: {token!r}")
+    return key

@@ -1,0 +1,53 @@
+# irc-proxy: `make serve` runs the proxy, `make test` runs the whole suite. Both set up everything.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+TEST_STAMP := $(VENV)/.test-deps-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Debian packages the Spark end-to-end tests need to build the Iceberg runtime's shim jar.
+JAVA_DEBS := libhttpclient5-java libhttpcore5-java libjarjar-java
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+
+.PHONY: serve test lint typecheck check bench clean system-deps
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(DEPS_STAMP): $(VENV)/bin/python pyproject.toml
+	$(PIP) install --quiet -e .
+	rm -f $(VENV)/.deps-* && touch $@
+
+$(TEST_STAMP): $(VENV)/bin/python pyproject.toml
+	$(PIP) install --quiet -e ".[test]"
+	rm -f $(VENV)/.test-deps-* $(VENV)/.deps-* && touch $@ $(DEPS_STAMP)
+
+## Start the proxy on 127.0.0.1:8181 with the embedded local catalog (CONFIG=file.toml to use a config file).
+serve: $(DEPS_STAMP)
+	$(VENV)/bin/irc-proxy serve $(if $(CONFIG),--config $(CONFIG))
+
+system-deps:
+	@if [ ! -f /usr/share/java/httpclient5.jar ] || [ ! -f /usr/share/java/jarjar.jar ] || [ ! -f /usr/share/java/httpcore5-h2.jar ]; then \
+		echo "installing $(JAVA_DEBS) (for the Spark end-to-end tests)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(JAVA_DEBS) >/dev/null; \
+	fi
+	@command -v java >/dev/null || { echo "java (JDK 17) is required for the Spark tests"; exit 1; }
+
+## Install test dependencies (Python, Java pieces) and run the whole suite.
+test: $(TEST_STAMP) system-deps
+	$(PY) -m tests.e2e.spark_jars >/dev/null
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check irc_proxy tests benchmarks
+	$(VENV)/bin/ruff format --check irc_proxy tests benchmarks
+
+typecheck: $(TEST_STAMP)
+	$(VENV)/bin/mypy
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) .cache irc-proxy-data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,70 @@
+"""The HTTP surface: /v1/config, prefixes, the error shape for bad input, unknown routes."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.support.rest import assert_error
+
+
+def test_config_names_prefix_and_exactly_the_served_endpoints(client: httpx.Client) -> None:
+    config = client.get("/v1/config", params={"warehouse": "local"}).json()
+    assert config["overrides"]["prefix"] == "local"
+    assert config["defaults"] == {}
+    endpoints = set(config["endpoints"])
+    assert "POST /v1/{prefix}/transactions/commit" in endpoints
+    assert "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}" in endpoints
+    assert not any("/views" in e or "/plan" in e or "/credentials" in e for e in endpoints)
+    for endpoint in endpoints:
+        method, path = endpoint.split(" ")
+        concrete = path.replace("{prefix}", "local").replace("{namespace}", "zz_none").replace("{table}", "t")
+        response = client.request(method, concrete, json={})
+        assert response.status_code not in (405, 500), (endpoint, response.status_code)
+        assert response.status_code != 404 or response.request.method == "HEAD" or "error" in response.json()
+
+
+def test_config_without_warehouse_uses_default_catalog(client: httpx.Client) -> None:
+    assert client.get("/v1/config").json()["overrides"]["prefix"] == "local"
+
+
+def test_unknown_warehouse_is_404(client: httpx.Client) -> None:
+    assert_error(client.get("/v1/config", params={"warehouse": "nope"}), 404, "NoSuchWarehouseException")
+
+
+def test_routes_work_with_and_without_prefix(client: httpx.Client) -> None:
+    assert client.get("/v1/namespaces").status_code == 200
+    assert client.get("/v1/local/namespaces").status_code == 200
+    assert_error(client.get("/v1/other/namespaces"), 404, "NoSuchWarehouseException")
+
+
+def test_malformed_json_and_wrong_types_are_400(client: httpx.Client) -> None:
+    response = client.post("/v1/local/namespaces", content=b"{not json", headers={"content-type": "application/json"})
+    assert_error(response, 400, "BadRequestException", "not valid JSON")
+    assert_error(client.post("/v1/local/namespaces", json=[1, 2]), 400, "BadRequestException")
+    assert_error(client.post("/v1/local/namespaces", content=b"\xff\xfe"), 400, "BadRequestException")
+    assert_error(client.get("/v1/local/namespaces", params={"pageToken": "!!", "pageSize": "x"}), 400, "BadRequestException")
+    assert_error(client.get("/v1/local/namespaces", params={"pageToken": "@@@"}), 400, "BadRequestException")
+
+
+def test_bad_table_bodies_are_400(client: httpx.Client) -> None:
+    client.post("/v1/local/namespaces", json={"namespace": ["http_bad_tables"]})
+    url = "/v1/local/namespaces/http_bad_tables/tables"
+    for body in (
+        {"name": "t"},
+        {"name": "t", "schema": {"type": "struct", "fields": "nope"}},
+        {"name": 5, "schema": {"type": "struct", "fields": []}},
+        {"name": "t", "schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "nonsense", "required": False}]}},
+        {"name": "", "schema": {"type": "struct", "fields": []}},
+        {"name": "t", "schema": {"type": "struct", "fields": []}, "stage-create": "yes"},
+    ):
+        assert_error(client.post(url, json=body), 400, "BadRequestException")
+
+
+def test_unknown_route_and_wrong_method_use_the_error_shape(client: httpx.Client) -> None:
+    assert_error(client.get("/v1/local/nothing/here"), 404, "NotFoundException")
+    assert_error(client.put("/v1/local/namespaces"), 405, "MethodNotAllowedException")
+
+
+def test_every_response_carries_a_request_id(client: httpx.Client) -> None:
+    assert client.get("/v1/config").headers["x-request-id"]
+    assert client.get("/v1/config", headers={"X-Request-Id": "abc-123"}).headers["x-request-id"] == "abc-123"

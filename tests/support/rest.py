@@ -1,0 +1,49 @@
+"""Small helpers for talking to the proxy's REST API with httpx in tests."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": True},
+        {"id": 2, "name": "data", "type": "string", "required": False},
+    ],
+}
+
+
+def ns_path(*levels: str) -> str:
+    """A namespace path segment: each level URL-encoded, levels joined by %1F."""
+    return "%1F".join(quote(level, safe="") for level in levels)
+
+
+def create_namespace(client: httpx.Client, *levels: str, properties: dict[str, str] | None = None) -> None:
+    response = client.post("/v1/local/namespaces", json={"namespace": list(levels), "properties": properties or {}})
+    assert response.status_code == 200, response.text
+
+
+def create_table(client: httpx.Client, namespace: tuple[str, ...], name: str, **extra: Any) -> dict[str, Any]:
+    body = {"name": name, "schema": SCHEMA} | extra
+    response = client.post(f"/v1/local/namespaces/{ns_path(*namespace)}/tables", json=body)
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    return result
+
+
+def table_url(namespace: tuple[str, ...], name: str) -> str:
+    return f"/v1/local/namespaces/{ns_path(*namespace)}/tables/{quote(name, safe='')}"
+
+
+def assert_error(response: httpx.Response, status: int, type_name: str, message: str | None = None) -> None:
+    """The spec's IcebergErrorResponse with ``code`` equal to the status."""
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["type"] == type_name, error
+    assert error["code"] == status
+    if message is not None:
+        assert message in error["message"], error
