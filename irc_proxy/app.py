@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
@@ -19,6 +20,8 @@ from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.middleware import RawPathRouting, RequestContext
 from irc_proxy.http.routes import OPERATIONS, catalog_routes
 from irc_proxy.settings import Settings
+from irc_proxy.stores.db import create_state_engine, ensure_schema
+from irc_proxy.stores.views import ViewStore
 
 
 def _prepare_sqlite_dir(url: str) -> None:
@@ -26,13 +29,21 @@ def _prepare_sqlite_dir(url: str) -> None:
         Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
 
 
-def build_catalogs(settings: Settings, threads: ThreadRunner) -> Catalogs:
+def open_state(settings: Settings) -> Engine:
+    """The state database, checked (or initialised when empty) before anything uses it."""
+    engine = create_state_engine(settings.state.database_url)
+    ensure_schema(engine, settings.state.auto_upgrade)
+    return engine
+
+
+def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> Catalogs:
     """Create every configured catalog's backend and services."""
+    view_store = ViewStore(state, threads)
     catalogs = {}
     for name, catalog_settings in settings.catalogs.items():
         _prepare_sqlite_dir(catalog_settings.database_url)
         backend = create_backend(name, catalog_settings, threads)
-        catalogs[name] = Catalog.build(name, backend, settings.server.namespace_separator, threads)
+        catalogs[name] = Catalog.build(name, backend, settings.server.namespace_separator, threads, view_store)
     return Catalogs(catalogs, settings.default_catalog)
 
 
@@ -42,11 +53,13 @@ def create_app(settings: Settings) -> Starlette:
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
         threads = ThreadRunner()
-        catalogs = build_catalogs(settings, threads)
+        state = open_state(settings)
+        catalogs = build_catalogs(settings, threads, state)
         try:
             yield {"catalogs": catalogs, "settings": settings}
         finally:
             await catalogs.close()
+            state.dispose()
 
     routes = [
         Route("/v1/config", meta.get_config, methods=["GET"]),

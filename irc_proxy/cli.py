@@ -28,6 +28,15 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check-config", help="validate the configuration and print it (secrets masked)")
     for sub in (serve, check):
         sub.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    db = commands.add_parser("db", help="manage the state database schema (views, audit)")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    for action, text in (
+        ("upgrade", "create or upgrade the schema to this version"),
+        ("status", "print the schema revision"),
+    ):
+        db_commands.add_parser(action, help=text).add_argument(
+            "--config", metavar="FILE", help="TOML configuration file"
+        )
     serve.add_argument("--host", help="override server.host")
     serve.add_argument("--port", type=int, help="override server.port")
     return parser
@@ -44,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check-config":
         print(settings.model_dump_json(indent=2))
         return 0
+    if args.command == "db":
+        return database(settings, args.db_command)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     if overrides:
         settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
@@ -52,13 +63,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     return serve(settings)
 
 
+def database(settings: Settings, action: str) -> int:
+    """``irc-proxy db upgrade|status``."""
+    from irc_proxy.stores.db import create_state_engine, current_revision, head_revision, upgrade
+
+    engine = create_state_engine(settings.state.database_url)
+    try:
+        if action == "upgrade":
+            before, after = upgrade(engine)
+            print(f"state database upgraded: {before or 'empty'} -> {after}")
+        else:
+            current, head = current_revision(engine), head_revision()
+            print(f"state database revision: {current or 'none'} (this irc-proxy needs {head})")
+            return 0 if current == head else 1
+    finally:
+        engine.dispose()
+    return 0
+
+
 def serve(settings: Settings) -> int:
     """Run hypercorn until SIGINT/SIGTERM."""
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
 
     from irc_proxy.app import create_app
+    from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
 
+    engine = create_state_engine(settings.state.database_url)
+    try:
+        ensure_schema(engine, settings.state.auto_upgrade)
+    except SchemaOutOfDate as exc:
+        print(f"irc-proxy: refusing to start: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        engine.dispose()
     logging.basicConfig(
         level=settings.server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )

@@ -58,6 +58,7 @@ class StateSettings(_Strict):
     """The proxy's own database (views, audit, shared state)."""
 
     database_url: str = ""
+    auto_upgrade: bool = False
 
 
 class LocalCatalogSettings(_Strict):
@@ -103,7 +104,7 @@ class Settings(_Strict):
         state = self.state.database_url or f"sqlite:///{data / 'state.db'}"
         object.__setattr__(self, "catalogs", catalogs)
         object.__setattr__(self, "default_catalog", default)
-        object.__setattr__(self, "state", StateSettings(database_url=state))
+        object.__setattr__(self, "state", self.state.model_copy(update={"database_url": state}))
         return self
 
 

@@ -6,12 +6,14 @@ from dataclasses import dataclass
 
 from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Backend, Capability
-from irc_proxy.errors import NoSuchWarehouse
+from irc_proxy.errors import NoSuchWarehouse, Unsupported
 from irc_proxy.handling.metadata import MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import NamespaceCodec
 from irc_proxy.handling.tables import Tables
+from irc_proxy.handling.views import CatalogViewIndex, Views
 from irc_proxy.handling.views_index import NoViews, ViewIndex
+from irc_proxy.stores.views import ViewStore
 
 
 @dataclass(frozen=True)
@@ -21,17 +23,26 @@ class Catalog:
     codec: NamespaceCodec
     namespaces: Namespaces
     tables: Tables
-    has_views: bool
+    views: Views | None
 
     @classmethod
     def build(
-        cls, name: str, backend: Backend, separator: str, threads: ThreadRunner, views: ViewIndex | None = None
+        cls, name: str, backend: Backend, separator: str, threads: ThreadRunner, view_store: ViewStore | None = None
     ) -> Catalog:
+        """Wire one catalog; without a view store it serves no views."""
         codec = NamespaceCodec(separator)
-        index = views or NoViews()
+        index: ViewIndex = CatalogViewIndex(view_store, name) if view_store else NoViews()
         namespaces = Namespaces(backend, codec, index)
         tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads))
-        return cls(name, backend, codec, namespaces, tables, views is not None)
+        views = None
+        if view_store is not None:
+            views = Views(name, backend, codec, namespaces, view_store, threads, tables.default_location)
+        return cls(name, backend, codec, namespaces, tables, views)
+
+    def require_views(self) -> Views:
+        if self.views is None:
+            raise Unsupported(f"Catalog {self.name} does not serve views")
+        return self.views
 
     def supports(self, capability: Capability) -> bool:
         return capability in self.backend.capabilities

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
+from pyiceberg.view.metadata import ViewVersion
 
 
 class _Body(BaseModel):
@@ -63,3 +64,22 @@ class RenameTableRequest(_Body):
 class ReportMetricsRequest(_Body):
     model_config = ConfigDict(extra="allow")
     report_type: StrictStr = Field(alias="report-type")
+
+
+class CreateViewRequest(_Body):
+    name: StrictStr
+    location: StrictStr | None = None
+    view_schema: Schema = Field(alias="schema")
+    view_version: ViewVersion = Field(alias="view-version")
+    properties: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+
+class CommitViewRequest(_Body):
+    identifier: TableIdentifier | None = None
+    requirements: list[Any] = Field(default_factory=list)
+    updates: list[Any]
+
+
+class RegisterViewRequest(_Body):
+    name: StrictStr
+    metadata_location: StrictStr = Field(alias="metadata-location")

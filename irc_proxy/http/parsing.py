@@ -30,6 +30,11 @@ def catalog(request: Request) -> Catalog:
     return catalogs(request).get(None if prefix is None else unquote_plus(prefix))
 
 
+def principal(request: Request) -> str:
+    """Who is calling (``anonymous`` until authentication is configured)."""
+    return str(getattr(request.state, "principal", "anonymous"))
+
+
 def decode_namespace(segment: str, separator: str) -> Namespace:
     """Decode a ``{namespace}`` path segment (routing is done on the raw, still-encoded path).
 

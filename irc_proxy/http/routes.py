@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 from irc_proxy.backends.base import Capability
 from irc_proxy.errors import Unsupported
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.http import namespaces, tables
+from irc_proxy.http import namespaces, tables, views
 from irc_proxy.http.parsing import catalog
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -28,7 +28,8 @@ class Operation:
     method: str
     template: str
     handler: Endpoint
-    needs: Capability | None = None
+    needs: Callable[[Catalog], bool] | None = None
+    """A catalog serves this operation only if ``needs(catalog)``."""
 
     @property
     def endpoint(self) -> str:
@@ -37,6 +38,16 @@ class Operation:
 
 NS = "/v1/{prefix}/namespaces/{namespace}"
 TABLE = NS + "/tables/{table}"
+VIEW = NS + "/views/{view}"
+
+
+def _multi_table_commit(catalog: Catalog) -> bool:
+    return catalog.supports(Capability.MULTI_TABLE_COMMIT)
+
+
+def _views(catalog: Catalog) -> bool:
+    return catalog.views is not None
+
 
 OPERATIONS: list[Operation] = [
     Operation("GET", "/v1/{prefix}/namespaces", namespaces.list_namespaces),
@@ -55,13 +66,21 @@ OPERATIONS: list[Operation] = [
     Operation("POST", TABLE + "/unregister", tables.unregister_table),
     Operation("POST", TABLE + "/metrics", tables.report_metrics),
     Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table),
-    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, Capability.MULTI_TABLE_COMMIT),
+    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, _multi_table_commit),
+    Operation("GET", NS + "/views", views.list_views, _views),
+    Operation("POST", NS + "/views", views.create_view, _views),
+    Operation("GET", VIEW, views.load_view, _views),
+    Operation("HEAD", VIEW, views.view_exists, _views),
+    Operation("POST", VIEW, views.replace_view, _views),
+    Operation("DELETE", VIEW, views.drop_view, _views),
+    Operation("POST", "/v1/{prefix}/views/rename", views.rename_view, _views),
+    Operation("POST", NS + "/register-view", views.register_view, _views),
 ]
 
 
 def endpoints_for(catalog: Catalog) -> list[str]:
     """The ``endpoints`` list of ``/v1/config`` for one catalog."""
-    return [op.endpoint for op in OPERATIONS if op.needs is None or catalog.supports(op.needs)]
+    return [op.endpoint for op in OPERATIONS if op.needs is None or op.needs(catalog)]
 
 
 def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
@@ -69,7 +88,7 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         operation = handlers.get(request.method)
         if operation is None:
             raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
-        if operation.needs is not None and not catalog(request).supports(operation.needs):
+        if operation.needs is not None and not operation.needs(catalog(request)):
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
         return await operation.handler(request)
 

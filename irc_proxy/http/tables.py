@@ -30,7 +30,8 @@ from irc_proxy.http.responses import (
 )
 
 
-def _ident(body: TableIdentifier) -> TableIdent:
+def body_ident(body: TableIdentifier) -> TableIdent:
+    """A TableIdentifier from a request body, validated."""
     namespace = tuple(body.namespace)
     validate_namespace(namespace)
     return TableIdent(namespace, body.name)
@@ -95,8 +96,8 @@ async def commit_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
     body = await parsing.body_model(request, CommitTableRequest)
-    if body.identifier is not None and _ident(body.identifier) != ident:
-        raise BadRequest(f"Commit identifier {_ident(body.identifier)} does not match the path ({ident})")
+    if body.identifier is not None and body_ident(body.identifier) != ident:
+        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
     loaded = await catalog.tables.commit(_change(ident, body))
     assert loaded.metadata_location is not None
     body_bytes = load_table_body(loaded)  # CommitTableResponse has the same two fields (plus config)
@@ -110,7 +111,7 @@ async def commit_transaction(request: Request) -> Response:
     for change in body.table_changes:
         if change.identifier is None:
             raise BadRequest("Invalid table change: identifier is required in a transaction")
-        changes.append(_change(_ident(change.identifier), change))
+        changes.append(_change(body_ident(change.identifier), change))
     await catalog.tables.commit_transaction(changes)
     return no_content()
 
@@ -123,7 +124,7 @@ async def drop_table(request: Request) -> Response:
 
 async def rename_table(request: Request) -> Response:
     body = await parsing.body_model(request, RenameTableRequest)
-    await parsing.catalog(request).tables.rename(_ident(body.source), _ident(body.destination))
+    await parsing.catalog(request).tables.rename(body_ident(body.source), body_ident(body.destination))
     return no_content()
 
 

@@ -1,0 +1,238 @@
+"""View operations for one catalog, on the proxy's view store, with view metadata files written
+to the catalog's warehouse on every change (so register-view and direct readers work)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+from pyiceberg.schema import Schema
+from pyiceberg.view.metadata import ViewMetadata, ViewVersion
+
+from irc_proxy.backends._sync import ThreadRunner
+from irc_proxy.backends.base import Backend
+from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView, NotFound
+from irc_proxy.handling import view_commits as vc
+from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_version
+from irc_proxy.handling.namespaces import Namespaces
+from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
+from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.stores.views import StoredView, ViewStore
+
+MAX_COMMIT_ATTEMPTS = 16
+DefaultLocation = Callable[[Namespace, str], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class LoadedView:
+    metadata_location: str
+    metadata: ViewMetadata
+    config: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ViewCreate:
+    name: str
+    schema: Schema
+    view_version: ViewVersion
+    properties: Mapping[str, str]
+    location: str | None = None
+
+
+def no_such_view(ident: TableIdent) -> NoSuchView:
+    return NoSuchView(f"View does not exist: {ident}")
+
+
+class CatalogViewIndex:
+    """The ViewIndex that tables and namespaces of one catalog consult."""
+
+    def __init__(self, store: ViewStore, catalog: str) -> None:
+        self._store = store
+        self._catalog = catalog
+
+    async def view_exists(self, namespace: str, name: str) -> bool:
+        return await self._store.exists(self._catalog, namespace, name)
+
+    async def namespace_has_views(self, namespace: str) -> bool:
+        return await self._store.any_in_namespace(self._catalog, namespace)
+
+
+class Views:
+    """One catalog's views."""
+
+    def __init__(
+        self,
+        catalog: str,
+        backend: Backend,
+        codec: NamespaceCodec,
+        namespaces: Namespaces,
+        store: ViewStore,
+        threads: ThreadRunner,
+        default_location: DefaultLocation,
+    ) -> None:
+        self._catalog = catalog
+        self._backend = backend
+        self._codec = codec
+        self._namespaces = namespaces
+        self._store = store
+        self._threads = threads
+        self._default_location = default_location
+
+    # Reading ----------------------------------------------------------------------------
+    async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
+        flat = await self._namespaces.flat_existing(namespace)
+        limit = 10**9 if page.limit is None else page.limit + 1
+        names = await self._store.list_names(self._catalog, flat, page.after, limit)
+        next_token = None
+        if page.limit is not None and len(names) > page.limit:
+            names = names[: page.limit]
+            next_token = encode_token(names[-1])
+        return Page([TableIdent(namespace, name) for name in names], next_token)
+
+    async def _stored(self, ident: TableIdent) -> StoredView:
+        stored = await self._store.load(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
+        if stored is None:
+            raise no_such_view(ident)
+        return stored
+
+    async def load(self, ident: TableIdent) -> LoadedView:
+        stored = await self._stored(ident)
+        return LoadedView(stored.metadata_location, stored.metadata)
+
+    async def exists(self, ident: TableIdent) -> None:
+        if not await self._store.exists(self._catalog, self._codec.to_flat(ident.namespace), ident.name):
+            raise no_such_view(ident)
+
+    async def version_audit(self, ident: TableIdent) -> Sequence[tuple[int, str, str]]:
+        try:
+            audit = await self._store.version_audit(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
+        except NoSuchView:
+            raise no_such_view(ident) from None
+        return [(a.version_id, a.created_by, a.created_at) for a in audit]
+
+    # Writing ----------------------------------------------------------------------------
+    async def _check_free(self, flat: str, ident: TableIdent) -> None:
+        if await self._store.exists(self._catalog, flat, ident.name):
+            raise AlreadyExists(f"View already exists: {ident}")
+        if await self._backend.load_table_pointer(flat, ident.name) is not None:
+            raise AlreadyExists(f"Table with same name already exists: {ident}")
+
+    async def create(self, namespace: Namespace, request: ViewCreate, principal: str) -> LoadedView:
+        ident = TableIdent(namespace, validate_name(request.name, "view"))
+        flat = await self._namespaces.flat_existing(namespace)
+        await self._check_free(flat, ident)
+        location = (request.location or "").rstrip("/") or await self._default_location(namespace, ident.name)
+        version = request.view_version.model_copy(
+            update={"version_id": 1, "schema_id": vc.LAST_ADDED, "timestamp_ms": int(time.time() * 1000)}
+        )
+        updates: list[vc.ViewUpdate] = [
+            vc.AssignUUID(action="assign-uuid", uuid=str(uuid.uuid4())),
+            vc.SetLocation(action="set-location", location=location),
+            vc.SetProperties(action="set-properties", updates=dict(request.properties)),
+            vc.AddSchema.model_validate({"action": "add-schema", "schema": request.schema}),
+            vc.AddViewVersion.model_validate({"action": "add-view-version", "view-version": version}),
+            vc.SetCurrentViewVersion.model_validate({"action": "set-current-view-version", "view-version-id": -1}),
+        ]
+        metadata = vc.apply_view_updates(None, updates)
+        metadata_location = await self._write(metadata, None)
+        try:
+            await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
+        except AlreadyExists:
+            raise AlreadyExists(f"View already exists: {ident}") from None
+        return LoadedView(metadata_location, metadata)
+
+    async def replace(
+        self,
+        ident: TableIdent,
+        requirements: Sequence[vc.AssertViewUUID],
+        updates: Sequence[vc.ViewUpdate],
+        principal: str,
+    ) -> LoadedView:
+        """Commit view updates on the latest version (compare-and-swap; re-based while requirements hold)."""
+        flat = self._codec.to_flat(ident.namespace)
+        for attempt in range(MAX_COMMIT_ATTEMPTS):
+            stored = await self._stored(ident)
+            vc.check_view_requirements(requirements, stored.metadata)
+            metadata = vc.apply_view_updates(stored.metadata, updates)
+            if metadata == stored.metadata:
+                return LoadedView(stored.metadata_location, stored.metadata)
+            location = await self._write(metadata, stored.metadata_location)
+            if await self._store.replace(self._catalog, flat, ident.name, stored, metadata, location, principal):
+                return LoadedView(location, metadata)
+            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311 - jitter only
+        raise CommitFailed(f"Commit failed: view {ident} is being changed concurrently; retry later")
+
+    async def drop(self, ident: TableIdent) -> None:
+        try:
+            await self._store.drop(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
+        except NoSuchView:
+            raise no_such_view(ident) from None
+
+    async def rename(self, source: TableIdent, target: TableIdent) -> None:
+        validate_name(target.name, "view")
+        source_flat = self._codec.to_flat(source.namespace)
+        if not await self._store.exists(self._catalog, source_flat, source.name):
+            raise no_such_view(source)
+        target_flat = await self._namespaces.flat_existing(target.namespace)
+        if await self._store.exists(self._catalog, target_flat, target.name):
+            raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists")
+        if await self._backend.load_table_pointer(target_flat, target.name) is not None:
+            raise AlreadyExists(f"Cannot rename {source} to {target}. Table already exists")
+        try:
+            await self._store.rename(self._catalog, source_flat, source.name, target_flat, target.name)
+        except NoSuchView:
+            raise no_such_view(source) from None
+        except AlreadyExists:
+            raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists") from None
+
+    async def register(self, namespace: Namespace, name: str, metadata_location: str, principal: str) -> LoadedView:
+        ident = TableIdent(namespace, validate_name(name, "view"))
+        flat = await self._namespaces.flat_existing(namespace)
+        await self._check_free(flat, ident)
+        metadata = await self._read(metadata_location)
+        try:
+            await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
+        except AlreadyExists:
+            raise AlreadyExists(f"View already exists: {ident}") from None
+        return LoadedView(metadata_location, metadata)
+
+    # Files ------------------------------------------------------------------------------
+    async def _write(self, metadata: ViewMetadata, previous: str | None) -> str:
+        """Write the view metadata JSON (gzip unless write.metadata.compression-codec=none)."""
+        directory = metadata.properties.get(METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
+        gzipped = metadata.properties.get(METADATA_CODEC, "gzip").lower() == "gzip"
+        version = metadata_version(previous) + 1 if previous else 0
+        suffix = ".gz.metadata.json" if gzipped else ".metadata.json"
+        location = f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}{suffix}"
+        payload = metadata.model_dump_json().encode()
+
+        def write() -> None:
+            with self._backend.file_io(location, metadata.properties).new_output(location).create() as out:
+                out.write(gzip.compress(payload) if gzipped else payload)
+
+        await self._threads.run(write)
+        return location
+
+    async def _read(self, location: str) -> ViewMetadata:
+        def read() -> bytes:
+            with self._backend.file_io(location, {}).new_input(location).open() as stream:
+                return stream.read()
+
+        try:
+            raw = await self._threads.run(read)
+        except (FileNotFoundError, IsADirectoryError) as exc:
+            raise NotFound(f"Failed to open input stream for file: {location}") from exc
+        except OSError as exc:
+            raise BadRequest(f"Cannot read view metadata file {location}: {exc}") from exc
+        try:
+            data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+            return ViewMetadata.model_validate(json.loads(data))
+        except (ValueError, OSError, ValidationError) as exc:
+            raise BadRequest(f"Invalid view metadata file {location}: {exc}") from exc

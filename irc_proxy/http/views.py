@@ -1,0 +1,79 @@
+"""View endpoints."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from irc_proxy.errors import BadRequest
+from irc_proxy.handling import view_commits
+from irc_proxy.handling.views import LoadedView, ViewCreate
+from irc_proxy.http import parsing
+from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
+from irc_proxy.http.responses import identifier, json_response, no_content
+from irc_proxy.http.tables import body_ident
+
+
+def load_view_response(view: LoadedView) -> Response:
+    head = json.dumps({"metadata-location": view.metadata_location, "config": view.config})
+    body = f'{head[:-1]},"metadata":{view.metadata.model_dump_json()}}}'
+    return Response(body, media_type="application/json")
+
+
+async def list_views(request: Request) -> Response:
+    views = parsing.catalog(request).require_views()
+    page = await views.list(parsing.namespace_param(request), parsing.page_param(request))
+    return json_response({"identifiers": [identifier(v) for v in page.items], "next-page-token": page.next_token})
+
+
+async def create_view(request: Request) -> Response:
+    views = parsing.catalog(request).require_views()
+    namespace = parsing.namespace_param(request)
+    body = await parsing.body_model(request, CreateViewRequest)
+    view_commits.validate_version(body.view_version)
+    create = ViewCreate(body.name, body.view_schema, body.view_version, body.properties, body.location)
+    return load_view_response(await views.create(namespace, create, parsing.principal(request)))
+
+
+async def load_view(request: Request) -> Response:
+    views = parsing.catalog(request).require_views()
+    return load_view_response(await views.load(parsing.table_param(request, "view")))
+
+
+async def view_exists(request: Request) -> Response:
+    await parsing.catalog(request).require_views().exists(parsing.table_param(request, "view"))
+    return no_content()
+
+
+async def replace_view(request: Request) -> Response:
+    views = parsing.catalog(request).require_views()
+    ident = parsing.table_param(request, "view")
+    body = await parsing.body_model(request, CommitViewRequest)
+    if body.identifier is not None and body_ident(body.identifier) != ident:
+        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
+    requirements = view_commits.parse_view_requirements(body.requirements)
+    updates = view_commits.parse_view_updates(body.updates)
+    return load_view_response(await views.replace(ident, requirements, updates, parsing.principal(request)))
+
+
+async def drop_view(request: Request) -> Response:
+    await parsing.catalog(request).require_views().drop(parsing.table_param(request, "view"))
+    return no_content()
+
+
+async def rename_view(request: Request) -> Response:
+    views = parsing.catalog(request).require_views()
+    body = await parsing.body_model(request, RenameTableRequest)
+    await views.rename(body_ident(body.source), body_ident(body.destination))
+    return no_content()
+
+
+async def register_view(request: Request) -> Response:
+    views = parsing.catalog(request).require_views()
+    body = await parsing.body_model(request, RegisterViewRequest)
+    loaded = await views.register(
+        parsing.namespace_param(request), body.name, body.metadata_location, parsing.principal(request)
+    )
+    return load_view_response(loaded)

@@ -1,0 +1,1 @@
+"""The proxy's own database (SQLModel): views and their history, later audit and shared state."""

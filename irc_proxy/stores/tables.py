@@ -1,0 +1,92 @@
+"""SQLModel tables of the proxy's state database. Changes here need an Alembic migration."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, Column, ForeignKey, Integer, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ViewRow(SQLModel, table=True):
+    """One Iceberg view: identity, pointer to its current state, and a revision for compare-and-swap."""
+
+    __tablename__ = "iceberg_view"
+    __table_args__ = (UniqueConstraint("catalog", "namespace", "name", name="uq_iceberg_view_name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    catalog: str = Field(max_length=255, index=True)
+    namespace: str = Field(max_length=255)
+    name: str = Field(max_length=255)
+    view_uuid: str = Field(max_length=64)
+    location: str = Field(sa_type=Text)
+    format_version: int
+    current_version_id: int
+    metadata_location: str = Field(sa_type=Text)
+    revision: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+def _view_fk() -> Column[int]:
+    return Column(Integer, ForeignKey("iceberg_view.id", ondelete="CASCADE"), primary_key=True)
+
+
+class ViewPropertyRow(SQLModel, table=True):
+    __tablename__ = "iceberg_view_property"
+
+    view_id: int = Field(sa_column=_view_fk())
+    key: str = Field(primary_key=True, max_length=255)
+    value: str = Field(sa_type=Text)
+
+
+class ViewVersionRow(SQLModel, table=True):
+    """One version of a view, with who created it and when (audit columns)."""
+
+    __tablename__ = "iceberg_view_version"
+
+    view_id: int = Field(sa_column=_view_fk())
+    version_id: int = Field(primary_key=True)
+    timestamp_ms: int = Field(sa_type=BigInteger)
+    schema_id: int
+    summary: str = Field(sa_type=Text)  # JSON object of strings
+    default_catalog: str | None = Field(default=None, max_length=255)
+    default_namespace: str = Field(sa_type=Text)  # JSON array of levels
+    created_by: str = Field(max_length=255)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ViewRepresentationRow(SQLModel, table=True):
+    """One SQL text of a version: at most one per dialect (case-insensitive) per version."""
+
+    __tablename__ = "iceberg_view_representation"
+    __table_args__ = (UniqueConstraint("view_id", "version_id", "dialect_key", name="uq_view_representation_dialect"),)
+
+    view_id: int = Field(sa_column=_view_fk())
+    version_id: int = Field(primary_key=True)
+    position: int = Field(primary_key=True)
+    type: str = Field(max_length=32)
+    dialect: str = Field(max_length=255)
+    dialect_key: str = Field(max_length=255)
+    sql: str = Field(sa_type=Text)
+
+
+class ViewSchemaRow(SQLModel, table=True):
+    __tablename__ = "iceberg_view_schema"
+
+    view_id: int = Field(sa_column=_view_fk())
+    schema_id: int = Field(primary_key=True)
+    schema_text: str = Field(sa_type=Text)  # the Iceberg schema JSON
+
+
+class ViewVersionLogRow(SQLModel, table=True):
+    __tablename__ = "iceberg_view_version_log"
+
+    view_id: int = Field(sa_column=_view_fk())
+    position: int = Field(primary_key=True)
+    version_id: int
+    timestamp_ms: int = Field(sa_type=BigInteger)
