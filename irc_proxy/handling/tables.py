@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,9 +19,9 @@ from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_met
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.handling.views_index import ViewIndex
 
-MAX_COMMIT_ATTEMPTS = 16
 _UNSAFE_PATH_CHARS = re.compile(r"[^A-Za-z0-9_.=-]")
 
 
@@ -79,6 +77,7 @@ class Tables:
         self._namespaces = namespaces
         self._views = views
         self.files = files
+        self._locks = KeyedLocks()
 
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
@@ -191,6 +190,10 @@ class Tables:
 
     async def commit(self, change: TableChange) -> LoadedTable:
         """Commit one table's change, re-basing on the latest metadata while requirements hold."""
+        async with self._locks(change.ident):
+            return await self._commit(change)
+
+    async def _commit(self, change: TableChange) -> LoadedTable:
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             staged = await self._stage(change)
             if isinstance(staged, LoadedTable):
@@ -200,7 +203,7 @@ class Tables:
                 if base is not None:
                     await self.files.delete_replaced(base, new)
                 return LoadedTable(swap.new, new)
-            await self._lost_race(attempt)
+            await backoff(attempt)
         raise CommitFailed(f"Commit failed: {change.ident} is being changed concurrently; retry later")
 
     async def commit_transaction(self, changes: Sequence[TableChange]) -> None:
@@ -218,12 +221,8 @@ class Tables:
                     if base is not None:
                         await self.files.delete_replaced(base, new)
                 return
-            await self._lost_race(attempt)
+            await backoff(attempt)
         raise CommitFailed("Commit failed: tables in the transaction are being changed concurrently; retry later")
-
-    @staticmethod
-    async def _lost_race(attempt: int) -> None:
-        await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311 - jitter only
 
     # Removing ---------------------------------------------------------------------------
     async def drop(self, ident: TableIdent, purge: bool) -> None:

@@ -3,10 +3,8 @@ to the catalog's warehouse on every change (so register-view and direct readers 
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
-import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,9 +22,9 @@ from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.stores.views import StoredView, ViewStore
 
-MAX_COMMIT_ATTEMPTS = 16
 DefaultLocation = Callable[[Namespace, str], Awaitable[str]]
 
 
@@ -84,6 +82,7 @@ class Views:
         self._store = store
         self._threads = threads
         self._default_location = default_location
+        self._locks = KeyedLocks()
 
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
@@ -156,6 +155,16 @@ class Views:
         principal: str,
     ) -> LoadedView:
         """Commit view updates on the latest version (compare-and-swap; re-based while requirements hold)."""
+        async with self._locks(ident):
+            return await self._replace(ident, requirements, updates, principal)
+
+    async def _replace(
+        self,
+        ident: TableIdent,
+        requirements: Sequence[vc.AssertViewUUID],
+        updates: Sequence[vc.ViewUpdate],
+        principal: str,
+    ) -> LoadedView:
         flat = self._codec.to_flat(ident.namespace)
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             stored = await self._stored(ident)
@@ -166,7 +175,7 @@ class Views:
             location = await self._write(metadata, stored.metadata_location)
             if await self._store.replace(self._catalog, flat, ident.name, stored, metadata, location, principal):
                 return LoadedView(location, metadata)
-            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # noqa: S311 - jitter only
+            await backoff(attempt)
         raise CommitFailed(f"Commit failed: view {ident} is being changed concurrently; retry later")
 
     async def drop(self, ident: TableIdent) -> None:

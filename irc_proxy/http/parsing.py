@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, TypeVar
-from urllib.parse import unquote_plus
+from urllib.parse import unquote, unquote_plus
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -17,6 +17,8 @@ from irc_proxy.handling.paging import PageRequest, decode_token
 
 M = TypeVar("M", bound=BaseModel)
 _ENCODED_UNIT_SEPARATOR = re.compile("%1f", re.IGNORECASE)
+# A level as pyiceberg sends it in ``parent``: ``quote(level, safe="")``, i.e. only unreserved characters and %XX.
+_QUOTED_LEVEL = re.compile(r"(?:[A-Za-z0-9_.~-]|%[0-9A-Fa-f]{2})+")
 
 
 def catalogs(request: Request) -> Catalogs:
@@ -68,7 +70,13 @@ def parent_param(request: Request) -> Namespace:
     raw = request.query_params.get("parent", "")
     if not raw:
         return ()
-    namespace = tuple(raw.split("\x1f"))
+    levels = raw.split("\x1f")
+    # Java and DuckDB send the levels raw; pyiceberg percent-encodes each level first
+    # (``quote(level, safe="")``), so ``("a b",)`` arrives as ``a%20b``. Decode a parent whose
+    # every level looks percent-encoded (ambiguous only for a raw name that itself contains %XX).
+    if any("%" in level for level in levels) and all(_QUOTED_LEVEL.fullmatch(level) for level in levels):
+        levels = [unquote(level) for level in levels]
+    namespace = tuple(levels)
     validate_namespace(namespace)
     return namespace
 
