@@ -40,7 +40,10 @@ def test_commit_without_identifier_applies_updates(client: httpx.Client, ns_name
     new_schema = {
         "type": "struct",
         "schema-id": 1,
-        "fields": [*created["metadata"]["schemas"][0]["fields"], {"id": 3, "name": "extra", "type": "int", "required": False}],
+        "fields": [
+            *created["metadata"]["schemas"][0]["fields"],
+            {"id": 3, "name": "extra", "type": "int", "required": False},
+        ],
     }
     response = _commit(
         client,
@@ -62,7 +65,9 @@ def test_unknown_update_action_and_requirement_type_are_400(client: httpx.Client
     assert_error(_commit(client, url, [], [{"action": "explode"}]), 400, "BadRequestException", "explode")
     assert_error(_commit(client, url, [{"type": "assert-magic"}], []), 400, "BadRequestException", "assert-magic")
     assert_error(_commit(client, url, [], [{"action": "set-properties"}]), 400, "BadRequestException")
-    assert_error(_commit(client, url, [], [{"action": "set-current-schema", "schema-id": 99}]), 400, "BadRequestException")
+    assert_error(
+        _commit(client, url, [], [{"action": "set-current-schema", "schema-id": 99}]), 400, "BadRequestException"
+    )
     assert_error(client.post(url, json={"updates": []}), 400, "BadRequestException")
 
 

@@ -44,7 +44,9 @@ def test_malformed_json_and_wrong_types_are_400(client: httpx.Client) -> None:
     assert_error(response, 400, "BadRequestException", "not valid JSON")
     assert_error(client.post("/v1/local/namespaces", json=[1, 2]), 400, "BadRequestException")
     assert_error(client.post("/v1/local/namespaces", content=b"\xff\xfe"), 400, "BadRequestException")
-    assert_error(client.get("/v1/local/namespaces", params={"pageToken": "!!", "pageSize": "x"}), 400, "BadRequestException")
+    assert_error(
+        client.get("/v1/local/namespaces", params={"pageToken": "!!", "pageSize": "x"}), 400, "BadRequestException"
+    )
     assert_error(client.get("/v1/local/namespaces", params={"pageToken": "@@@"}), 400, "BadRequestException")
 
 
@@ -55,7 +57,10 @@ def test_bad_table_bodies_are_400(client: httpx.Client) -> None:
         {"name": "t"},
         {"name": "t", "schema": {"type": "struct", "fields": "nope"}},
         {"name": 5, "schema": {"type": "struct", "fields": []}},
-        {"name": "t", "schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "nonsense", "required": False}]}},
+        {
+            "name": "t",
+            "schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "type": "nonsense", "required": False}]},
+        },
         {"name": "", "schema": {"type": "struct", "fields": []}},
         {"name": "t", "schema": {"type": "struct", "fields": []}, "stage-create": "yes"},
     ):

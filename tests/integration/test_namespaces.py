@@ -97,7 +97,9 @@ def test_update_properties_reports_updated_removed_missing(client: httpx.Client,
 
 def test_update_properties_with_key_in_both_is_422(client: httpx.Client, ns_name: str) -> None:
     create_namespace(client, ns_name, properties={"a": "1"})
-    response = client.post(f"/v1/local/namespaces/{ns_name}/properties", json={"removals": ["a"], "updates": {"a": "2"}})
+    response = client.post(
+        f"/v1/local/namespaces/{ns_name}/properties", json={"removals": ["a"], "updates": {"a": "2"}}
+    )
     assert_error(response, 422, "UnprocessableEntityException")
     assert client.get(f"/v1/local/namespaces/{ns_name}").json()["properties"] == {"a": "1"}
 

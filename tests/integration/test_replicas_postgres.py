@@ -79,7 +79,9 @@ def test_concurrent_view_replaces_on_two_replicas_lose_no_version(
         client.close()
 
 
-def test_concurrent_identical_creates_have_one_winner(replicas: tuple[ProxyProcess, ProxyProcess], ns_name: str) -> None:
+def test_concurrent_identical_creates_have_one_winner(
+    replicas: tuple[ProxyProcess, ProxyProcess], ns_name: str
+) -> None:
     a, b = replicas
     clients = [httpx.Client(base_url=p.url, timeout=60) for p in (a, b)]
     create_namespace(clients[0], ns_name)

@@ -127,7 +127,10 @@ def test_rename_table_across_namespaces(client: httpx.Client, ns_name: str) -> N
     create_namespace(client, ns_name, "src")
     create_namespace(client, ns_name, "dst")
     created = create_table(client, (ns_name, "src"), "t")
-    body = {"source": {"namespace": [ns_name, "src"], "name": "t"}, "destination": {"namespace": [ns_name, "dst"], "name": "u"}}
+    body = {
+        "source": {"namespace": [ns_name, "src"], "name": "t"},
+        "destination": {"namespace": [ns_name, "dst"], "name": "u"},
+    }
     assert client.post("/v1/local/tables/rename", json=body).status_code == 204
     moved = client.get(table_url((ns_name, "dst"), "u")).json()
     assert moved["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
@@ -144,7 +147,9 @@ def test_rename_errors(client: httpx.Client, ns_name: str) -> None:
         return client.post("/v1/local/tables/rename", json=body)
 
     assert_error(rename("missing", [ns_name], "x"), 404, "NoSuchTableException", "Table does not exist")
-    assert_error(rename("a", ["non_existing"], "x"), 404, "NoSuchNamespaceException", "Namespace does not exist: non_existing")
+    assert_error(
+        rename("a", ["non_existing"], "x"), 404, "NoSuchNamespaceException", "Namespace does not exist: non_existing"
+    )
     assert_error(rename("a", [ns_name], "b"), 409, "AlreadyExistsException", "Table already exists")
 
 
@@ -159,7 +164,8 @@ def test_register_dropped_table_restores_it(client: httpx.Client, ns_name: str) 
     again = client.post(f"/v1/local/namespaces/{ns_name}/register", json=body)
     assert_error(again, 409, "AlreadyExistsException", f"Table already exists: {ns_name}.t")
     missing = client.post(
-        f"/v1/local/namespaces/{ns_name}/register", json={"name": "u", "metadata-location": "file:///nope/x.metadata.json"}
+        f"/v1/local/namespaces/{ns_name}/register",
+        json={"name": "u", "metadata-location": "file:///nope/x.metadata.json"},
     )
     assert_error(missing, 404, "NotFoundException")
 

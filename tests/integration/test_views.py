@@ -41,7 +41,9 @@ def create_view(client: httpx.Client, namespace: tuple[str, ...], name: str, **e
     return client.post(f"/v1/local/namespaces/{ns_path(*namespace)}/views", json=body)
 
 
-def replace(client: httpx.Client, url: str, sql: str, *, dialects: tuple[str, ...] = ("spark",), **extra: Any) -> httpx.Response:
+def replace(
+    client: httpx.Client, url: str, sql: str, *, dialects: tuple[str, ...] = ("spark",), **extra: Any
+) -> httpx.Response:
     current = client.get(url).json()["metadata"]
     new_version = version(sql, dialects[0], schema_id=-1, **extra)
     new_version["representations"] = [{"type": "sql", "sql": sql, "dialect": d} for d in dialects]
@@ -78,16 +80,23 @@ def test_create_view_errors(client: httpx.Client, ns_name: str) -> None:
     assert_error(create_view(client, (ns_name,), "v"), 404, "NoSuchNamespaceException")
     create_namespace(client, ns_name)
     assert create_view(client, (ns_name,), "v").status_code == 200
-    assert_error(create_view(client, (ns_name,), "v"), 409, "AlreadyExistsException", f"View already exists: {ns_name}.v")
+    assert_error(
+        create_view(client, (ns_name,), "v"), 409, "AlreadyExistsException", f"View already exists: {ns_name}.v"
+    )
     create_table(client, (ns_name,), "t")
     assert_error(
-        create_view(client, (ns_name,), "t"), 409, "AlreadyExistsException", f"Table with same name already exists: {ns_name}.t"
+        create_view(client, (ns_name,), "t"),
+        409,
+        "AlreadyExistsException",
+        f"Table with same name already exists: {ns_name}.t",
     )
     table = client.post(f"/v1/local/namespaces/{ns_name}/tables", json={"name": "v", "schema": SCHEMA})
     assert_error(table, 409, "AlreadyExistsException", f"View with same name already exists: {ns_name}.v")
     duplicate = version("select 1")
     duplicate["representations"] *= 2
-    assert_error(create_view(client, (ns_name,), "d", **{"view-version": duplicate}), 400, "BadRequestException", "dialect spark")
+    assert_error(
+        create_view(client, (ns_name,), "d", **{"view-version": duplicate}), 400, "BadRequestException", "dialect spark"
+    )
     no_sql = version("select 1")
     no_sql["representations"] = [{"type": "sql", "dialect": "spark"}]
     assert_error(create_view(client, (ns_name,), "e", **{"view-version": no_sql}), 400, "BadRequestException")
@@ -145,7 +154,10 @@ def test_dropping_a_dialect_is_refused_unless_allowed(client: httpx.Client, ns_n
     url = view_url((ns_name,), "v")
     replace(client, url, "select 1 as id", dialects=("spark", "trino")).raise_for_status()
     assert_error(replace(client, url, "select 5 as id"), 400, "BadRequestException", "loss of view dialects")
-    allow = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"replace.drop-dialect.allowed": "true"}}]}
+    allow = {
+        "requirements": [],
+        "updates": [{"action": "set-properties", "updates": {"replace.drop-dialect.allowed": "true"}}],
+    }
     client.post(url, json=allow).raise_for_status()
     assert replace(client, url, "select 5 as id").status_code == 200
 
@@ -168,7 +180,11 @@ def test_view_commit_errors(client: httpx.Client, ns_name: str) -> None:
     wrong_uuid = {"requirements": [{"type": "assert-view-uuid", "uuid": "nope"}], "updates": []}
     assert_error(client.post(url, json=wrong_uuid), 409, "CommitFailedException", "view UUID does not match")
     assert_error(client.post(url, json={"updates": [{"action": "fly"}]}), 400, "BadRequestException", "fly")
-    assert_error(client.post(url, json={"updates": [{"action": "set-current-view-version", "view-version-id": 9}]}), 400, "BadRequestException")
+    assert_error(
+        client.post(url, json={"updates": [{"action": "set-current-view-version", "view-version-id": 9}]}),
+        400,
+        "BadRequestException",
+    )
     assert_error(client.post(view_url((ns_name,), "missing"), json={"updates": []}), 404, "NoSuchViewException")
 
 
@@ -203,7 +219,9 @@ def test_rename_view_and_errors(client: httpx.Client, ns_name: str) -> None:
         return client.post("/v1/local/views/rename", json=body)
 
     assert_error(rename("missing", [ns_name, "b"], "x"), 404, "NoSuchViewException")
-    assert_error(rename("v", ["non_existing"], "x"), 404, "NoSuchNamespaceException", "Namespace does not exist: non_existing")
+    assert_error(
+        rename("v", ["non_existing"], "x"), 404, "NoSuchNamespaceException", "Namespace does not exist: non_existing"
+    )
     assert_error(rename("v", [ns_name, "b"], "w"), 409, "AlreadyExistsException", "View already exists")
     assert_error(rename("v", [ns_name, "b"], "t"), 409, "AlreadyExistsException", "Table already exists")
     before = client.get(view_url((ns_name, "a"), "v")).json()
@@ -215,7 +233,12 @@ def test_rename_view_and_errors(client: httpx.Client, ns_name: str) -> None:
         "source": {"namespace": [ns_name, "b"], "name": "t"},
         "destination": {"namespace": [ns_name, "b"], "name": "w"},
     }
-    assert_error(client.post("/v1/local/tables/rename", json=table_onto_view), 409, "AlreadyExistsException", "View already exists")
+    assert_error(
+        client.post("/v1/local/tables/rename", json=table_onto_view),
+        409,
+        "AlreadyExistsException",
+        "View already exists",
+    )
 
 
 def test_namespace_holding_a_view_is_not_empty(client: httpx.Client, ns_name: str) -> None:
