@@ -52,11 +52,12 @@ def only_referenced_snapshots(metadata: TableMetadata) -> TableMetadata:
     return metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots if s.snapshot_id in keep]})
 
 
-def load_table_body(table: LoadedTable, metadata: TableMetadata | None = None) -> bytes:
-    """LoadTableResult; the metadata JSON is spliced in as pyiceberg serialises it."""
-    head = json.dumps({"metadata-location": table.metadata_location, "config": table.config})
+def load_table_body(table: LoadedTable, metadata: TableMetadata | None = None, with_config: bool = True) -> bytes:
+    """LoadTableResult (or, without config, CommitTableResponse); the metadata JSON is spliced in
+    as pyiceberg serialises it, without a parse/dump round trip."""
+    head = {"metadata-location": table.metadata_location} | ({"config": table.config} if with_config else {})
     metadata_json = (metadata or table.metadata).model_dump_json()
-    return f'{head[:-1]},"metadata":{metadata_json}}}'.encode()
+    return f'{json.dumps(head)[:-1]},"metadata":{metadata_json}}}'.encode()
 
 
 def load_table_response(table: LoadedTable, snapshots: str = "all", status: int = 200) -> Response:

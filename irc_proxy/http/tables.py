@@ -100,7 +100,7 @@ async def commit_table(request: Request) -> Response:
         raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
     loaded = await catalog.tables.commit(_change(ident, body))
     assert loaded.metadata_location is not None
-    body_bytes = load_table_body(loaded)  # CommitTableResponse has the same two fields (plus config)
+    body_bytes = load_table_body(loaded, with_config=False)
     return Response(body_bytes, media_type="application/json", headers={"ETag": etag(loaded.metadata_location, "all")})
 
 
@@ -130,7 +130,7 @@ async def rename_table(request: Request) -> Response:
 
 async def unregister_table(request: Request) -> Response:
     loaded = await parsing.catalog(request).tables.unregister(parsing.table_param(request))
-    return Response(load_table_body(loaded), media_type="application/json")
+    return Response(load_table_body(loaded, with_config=False), media_type="application/json")
 
 
 async def report_metrics(request: Request) -> Response:
