@@ -140,7 +140,7 @@ def apply_updates(
     """
     effective = tuple(_drop_redundant_statistics_removals(base, updates))
     try:
-        return update_table_metadata(
+        metadata = update_table_metadata(
             base_metadata=base if base is not None else MetastoreCatalog._empty_table_metadata(),
             updates=effective,
             enforce_validation=base is None,
@@ -150,6 +150,16 @@ def apply_updates(
         raise Unsupported(f"Cannot apply table update: {exc}") from exc
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadRequest(f"Cannot apply table update: {exc}") from exc
+    check_writable(metadata)
+    return metadata
+
+
+def check_writable(metadata: TableMetadata) -> None:
+    """Refuse metadata this server cannot write (pyiceberg 0.12 cannot serialise format version 3)."""
+    if metadata.format_version > 2:
+        raise Unsupported(
+            f"Format version {metadata.format_version} is not supported by this server yet (maximum is 2)"
+        )
 
 
 def _drop_redundant_statistics_removals(
@@ -176,10 +186,17 @@ def _drop_redundant_statistics_removals(
             present = [i for i in update.snapshot_ids if i in snapshots]
             if not present:
                 continue
-            update = update.model_copy(update={"snapshot_ids": present})
             snapshots -= set(present)
             stats -= set(present)
+            # pyiceberg drops only the statistics of removed snapshots; Java drops partition statistics too.
+            kept.append(update.model_copy(update={"snapshot_ids": present}))
+            kept += [
+                RemovePartitionStatisticsUpdate.model_validate({"snapshot-id": i})
+                for i in present
+                if i in partition_stats
+            ]
             partition_stats -= set(present)
+            continue
         elif isinstance(update, RemoveStatisticsUpdate):
             if update.snapshot_id not in stats:
                 continue

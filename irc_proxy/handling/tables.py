@@ -141,6 +141,7 @@ class Tables:
             raise Unsupported(f"Cannot create table {ident}: {exc}") from exc
         except (ValueError, KeyError, TypeError) as exc:
             raise BadRequest(f"Cannot create table {ident}: {exc}") from exc
+        commits.check_writable(metadata)
         if request.stage_create:
             await self.files.make_directory(f"{location}/metadata")
             return LoadedTable(None, metadata)
