@@ -47,6 +47,11 @@ class Catalog:
     def supports(self, capability: Capability) -> bool:
         return capability in self.backend.capabilities
 
+    @property
+    def supports_transactions(self) -> bool:
+        """Whether ``transactions/commit`` (atomic multi-table commits) is served."""
+        return self.supports(Capability.MULTI_TABLE_COMMIT)
+
 
 class Catalogs:
     """All catalogs of this process, by name, with the default one for un-prefixed routes."""

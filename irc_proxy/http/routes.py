@@ -14,7 +14,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from irc_proxy.backends.base import Capability
 from irc_proxy.errors import Unsupported
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.http import namespaces, tables, views
@@ -42,7 +41,7 @@ VIEW = NS + "/views/{view}"
 
 
 def _multi_table_commit(catalog: Catalog) -> bool:
-    return catalog.supports(Capability.MULTI_TABLE_COMMIT)
+    return catalog.supports_transactions
 
 
 def _views(catalog: Catalog) -> bool:
