@@ -17,6 +17,7 @@ from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, Sql
 from pyiceberg.io import FileIO, load_file_io
 from sqlalchemy import Connection, Engine, Table, and_, delete, event, func, insert, or_, select, union, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Capability, PointerSwap, Properties
@@ -65,6 +66,8 @@ class LocalBackend:
             raise
         except DBAPIError as exc:
             raise ServiceUnavailable(f"Catalog database is unavailable: {type(exc.orig).__name__}") from exc
+        except PoolTimeout as exc:
+            raise ServiceUnavailable("Catalog database is busy: no connection became free in time") from exc
 
     # Namespaces --------------------------------------------------------------------------
     def _ns_names(self) -> Any:

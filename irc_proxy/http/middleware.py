@@ -56,10 +56,11 @@ class RequestContext:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            raw_path = scope.get("raw_path") or scope.get("path", "").encode()
             access_log.info(
                 "%s %s %d %.1fms id=%s",
                 scope["method"],
-                scope.get("path", ""),
+                raw_path.decode("latin-1"),
                 status,
                 (time.perf_counter() - started) * 1000,
                 request_id,

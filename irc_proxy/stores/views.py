@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewVersion
 from sqlalchemy import Engine, delete, func, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlmodel import Session, col, select
 
 from irc_proxy.backends._sync import ThreadRunner
@@ -64,6 +65,8 @@ class ViewStore:
             raise
         except DBAPIError as exc:
             raise ServiceUnavailable(f"State database is unavailable: {type(exc.orig).__name__}") from exc
+        except PoolTimeout as exc:
+            raise ServiceUnavailable("State database is busy: no connection became free in time") from exc
 
     @staticmethod
     def _row(session: Session, catalog: str, namespace: str, name: str) -> ViewRow | None:
