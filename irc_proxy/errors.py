@@ -2,6 +2,7 @@
 
     CatalogError
     ├── BadRequest                  malformed or invalid input
+    │   └── InvalidArgument         an argument breaks a precondition (Java's IllegalArgumentException)
     ├── NotFound                    an object is missing
     │   ├── NoSuchWarehouse
     │   ├── NoSuchNamespace
@@ -33,6 +34,14 @@ class CatalogError(Exception):
 
 class BadRequest(CatalogError):
     """The request is malformed or names something invalid."""
+
+
+class InvalidArgument(BadRequest):
+    """A well-formed argument breaks a precondition that Iceberg Java checks with IllegalArgumentException.
+
+    Java clients rethrow a 400 whose type is ``IllegalArgumentException`` as that exception, with the
+    server's message; any other 400 becomes ``BadRequestException("Malformed request: ...")``.
+    """
 
 
 class NotFound(CatalogError):

@@ -12,9 +12,13 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pyiceberg.catalog import MetastoreCatalog
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import (
+    AddPartitionSpecUpdate,
+    AddSchemaUpdate,
     AddSnapshotUpdate,
+    AddSortOrderUpdate,
     AssertCreate,
     AssertCurrentSchemaId,
     AssertDefaultSortOrderId,
@@ -26,6 +30,9 @@ from pyiceberg.table.update import (
     RemovePartitionStatisticsUpdate,
     RemoveSnapshotsUpdate,
     RemoveStatisticsUpdate,
+    SetCurrentSchemaUpdate,
+    SetDefaultSortOrderUpdate,
+    SetDefaultSpecUpdate,
     SetPartitionStatisticsUpdate,
     SetStatisticsUpdate,
     TableRequirement,
@@ -138,10 +145,11 @@ def apply_updates(
         BadRequest: an update is invalid for this metadata.
         Unsupported: pyiceberg cannot produce the requested metadata (e.g. format version 3).
     """
-    effective = tuple(_drop_redundant_statistics_removals(base, updates))
+    start = base if base is not None else MetastoreCatalog._empty_table_metadata()
+    effective = tuple(_assign_ids(start, _drop_redundant_statistics_removals(base, updates)))
     try:
         metadata = update_table_metadata(
-            base_metadata=base if base is not None else MetastoreCatalog._empty_table_metadata(),
+            base_metadata=start,
             updates=effective,
             enforce_validation=base is None,
             metadata_location=base_location,
@@ -207,3 +215,67 @@ def _drop_redundant_statistics_removals(
             partition_stats.discard(update.snapshot_id)
         kept.append(update)
     return kept
+
+
+def _assign_ids(base: TableMetadata, updates: Sequence[TableUpdate]) -> list[TableUpdate]:
+    """Give added schemas, partition specs and sort orders their ids as Iceberg Java's
+    ``TableMetadata.Builder`` does, whatever id the client put in the update.
+
+    An added object identical to an existing one reuses its id (the update is dropped); a new one gets
+    the highest id + 1. ``-1`` ("last added") in set-current-schema / set-default-spec /
+    set-default-sort-order becomes that id. pyiceberg would append the object with the client's id,
+    which a commit re-based on newer metadata (server-side retry, concurrent replace transactions)
+    turns into a duplicate id (schemas, specs) or a 400 (sort orders). Unlike Java, "last added" also
+    resolves to a reused id instead of failing.
+    """
+    schemas = {s.schema_id: s for s in base.schemas}
+    specs = {s.spec_id: s for s in base.partition_specs}
+    orders = {o.order_id: o for o in base.sort_orders}
+    last_schema: int | None = None
+    last_spec: int | None = None
+    last_order: int | None = None
+    result: list[TableUpdate] = []
+    for update in updates:
+        if isinstance(update, AddSchemaUpdate):
+            schema = update.schema_
+            same = next((i for i, s in schemas.items() if s == schema), None)  # fields and identifier ids
+            if same is not None:
+                last_schema = same
+                continue
+            last_schema = max([base.current_schema_id, *(i + 1 for i in schemas)])
+            schemas[last_schema] = schema.model_copy(update={"schema_id": last_schema})
+            update = update.model_copy(update={"schema_": schemas[last_schema]})  # noqa: PLW2901
+        elif isinstance(update, AddPartitionSpecUpdate):
+            key = _spec_key(update.spec)
+            same = next((i for i, s in specs.items() if _spec_key(s) == key), None)
+            if same is not None:
+                last_spec = same
+                continue
+            last_spec = max([0, *(i + 1 for i in specs)])
+            specs[last_spec] = update.spec.model_copy(update={"spec_id": last_spec})
+            update = update.model_copy(update={"spec": specs[last_spec]})  # noqa: PLW2901
+        elif isinstance(update, AddSortOrderUpdate):
+            order = update.sort_order
+            if order.is_unsorted:
+                same = 0 if 0 in orders else None
+                last_order = 0
+            else:
+                same = next((i for i, o in orders.items() if o.fields == order.fields), None)
+                last_order = same if same is not None else max([1, *(i + 1 for i in orders)])
+            if same is not None:
+                continue
+            orders[last_order] = order.model_copy(update={"order_id": last_order})
+            update = update.model_copy(update={"sort_order": orders[last_order]})  # noqa: PLW2901
+        elif isinstance(update, SetCurrentSchemaUpdate) and update.schema_id == -1 and last_schema is not None:
+            update = update.model_copy(update={"schema_id": last_schema})  # noqa: PLW2901
+        elif isinstance(update, SetDefaultSpecUpdate) and update.spec_id == -1 and last_spec is not None:
+            update = update.model_copy(update={"spec_id": last_spec})  # noqa: PLW2901
+        elif isinstance(update, SetDefaultSortOrderUpdate) and update.sort_order_id == -1 and last_order is not None:
+            update = update.model_copy(update={"sort_order_id": last_order})  # noqa: PLW2901
+        result.append(update)
+    return result
+
+
+def _spec_key(spec: PartitionSpec) -> list[tuple[int, str, str]]:
+    """What Java's ``PartitionSpec.compatibleWith`` compares: each field's source, transform and name."""
+    return [(f.source_id, str(f.transform), f.name) for f in spec.fields]

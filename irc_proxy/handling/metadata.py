@@ -47,16 +47,30 @@ class MetadataFiles:
         self._cache_entries = cache_entries
         self._lock = Lock()
 
-    async def read(self, location: str) -> TableMetadata:
-        """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened."""
+    async def read(self, location: str, *, check_exists: bool = False) -> TableMetadata:
+        """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened.
+
+        With ``check_exists``, a cached file is only used while it still exists (one stat instead of a
+        read), so a load reports a metadata file that was deleted or moved, as Iceberg Java does.
+        """
         with self._lock:
             cached = self._cache.get(location)
             if cached is not None:
                 self._cache.move_to_end(location)
+        if cached is not None:
+            if not check_exists or await self._threads.run(self._exists, location):
                 return cached
+            with self._lock:
+                self._cache.pop(location, None)
         metadata = await self._threads.run(self._read, location)
         self._remember(location, metadata)
         return metadata
+
+    def _exists(self, location: str) -> bool:
+        try:
+            return self._backend.file_io(location, {}).new_input(location).exists()
+        except OSError:
+            return False  # re-read it: the read reports the error
 
     def _read(self, location: str) -> TableMetadata:
         io = self._backend.file_io(location, {})

@@ -98,7 +98,7 @@ class Tables:
         _, location = await self._pointer(ident)
         if location is None:
             raise no_such_table(ident)
-        return LoadedTable(location, await self.files.read(location))
+        return LoadedTable(location, await self.files.read(location, check_exists=True))
 
     async def current_location(self, ident: TableIdent) -> str:
         """The current metadata location (cheap: no file is read). Raises NoSuchTable."""

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAda
 from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewHistoryEntry, ViewMetadata, ViewVersion
 
-from irc_proxy.errors import BadRequest, CommitFailed
+from irc_proxy.errors import BadRequest, CommitFailed, InvalidArgument
 
 LAST_ADDED = -1
 HISTORY_SIZE = "version.history.num-entries"
@@ -145,7 +145,7 @@ def validate_version(version: ViewVersion) -> None:
             raise BadRequest("Invalid view version: a representation needs non-empty sql and dialect")
         key = rep.dialect.lower()
         if key in seen:
-            raise BadRequest(f"Invalid view version: Cannot add multiple queries for dialect {key}")
+            raise InvalidArgument(f"Invalid view version: Cannot add multiple queries for dialect {key}")
         seen.add(key)
     if not seen:
         raise BadRequest("Invalid view version: at least one SQL representation is required")

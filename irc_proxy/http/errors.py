@@ -20,6 +20,7 @@ STATUS: list[tuple[type[errors.CatalogError], int, str]] = [
     (errors.NoSuchTable, 404, "NoSuchTableException"),
     (errors.NoSuchView, 404, "NoSuchViewException"),
     (errors.NotFound, 404, "NotFoundException"),
+    (errors.InvalidArgument, 400, "IllegalArgumentException"),
     (errors.BadRequest, 400, "BadRequestException"),
     (errors.Unsupported, 406, "UnsupportedOperationException"),
     (errors.AlreadyExists, 409, "AlreadyExistsException"),

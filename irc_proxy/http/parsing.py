@@ -111,8 +111,13 @@ def bool_param(request: Request, key: str, default: bool = False) -> bool:
 async def json_body(request: Request) -> Any:
     raw = await request.body()
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        try:
+            return json.loads(raw)
+        except UnicodeDecodeError:
+            # Iceberg Java's HTTPClient sends bodies as ISO-8859-1 (`new StringEntity(body)`, unfixed as of
+            # 2026-08, apache/iceberg#17646): `café` arrives as one 0xE9 byte. Read it as Java wrote it.
+            return json.loads(raw.decode("latin-1"))
+    except json.JSONDecodeError as exc:
         raise BadRequest(f"Malformed request body: not valid JSON ({exc})") from None
 
 

@@ -95,7 +95,10 @@ def test_create_view_errors(client: httpx.Client, ns_name: str) -> None:
     duplicate = version("select 1")
     duplicate["representations"] *= 2
     assert_error(
-        create_view(client, (ns_name,), "d", **{"view-version": duplicate}), 400, "BadRequestException", "dialect spark"
+        create_view(client, (ns_name,), "d", **{"view-version": duplicate}),
+        400,
+        "IllegalArgumentException",
+        "Invalid view version: Cannot add multiple queries for dialect spark",
     )
     no_sql = version("select 1")
     no_sql["representations"] = [{"type": "sql", "dialect": "spark"}]
