@@ -12,7 +12,6 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.registry import create_backend
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.http import meta
@@ -22,6 +21,7 @@ from irc_proxy.http.routes import OPERATIONS, catalog_routes
 from irc_proxy.settings import Settings
 from irc_proxy.stores.db import create_state_engine, ensure_schema
 from irc_proxy.stores.views import ViewStore
+from irc_proxy.threads import ThreadRunner
 
 
 def _prepare_sqlite_dir(url: str) -> None:

@@ -9,19 +9,18 @@ never lose a commit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
 from pyiceberg.io import FileIO, load_file_io
 from sqlalchemy import Connection, Engine, Table, and_, delete, event, func, insert, or_, select, union, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import IntegrityError
 
-from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Capability, PointerSwap, Properties
-from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable, ServiceUnavailable
+from irc_proxy.dberrors import database_errors
+from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable
+from irc_proxy.threads import ThreadRunner
 
 T = TypeVar("T")
 EXISTS_MARKER = "exists"  # pyiceberg/JdbcCatalog's placeholder property for a namespace without properties
@@ -54,20 +53,8 @@ class LocalBackend:
         return await self._threads.run(self._transaction, fn)
 
     def _transaction(self, fn: Callable[[Connection], T]) -> T:
-        with self._connect() as conn, conn.begin():
+        with database_errors("Catalog database"), self._engine.connect() as conn, conn.begin():
             return fn(conn)
-
-    @contextmanager
-    def _connect(self) -> Iterator[Connection]:
-        try:
-            with self._engine.connect() as conn:
-                yield conn
-        except IntegrityError:
-            raise
-        except DBAPIError as exc:
-            raise ServiceUnavailable(f"Catalog database is unavailable: {type(exc.orig).__name__}") from exc
-        except PoolTimeout as exc:
-            raise ServiceUnavailable("Catalog database is busy: no connection became free in time") from exc
 
     # Namespaces --------------------------------------------------------------------------
     def _ns_names(self) -> Any:

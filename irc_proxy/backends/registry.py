@@ -6,9 +6,9 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
-from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Backend
 from irc_proxy.settings import CatalogSettings
+from irc_proxy.threads import ThreadRunner
 
 Factory = Callable[[str, Any, ThreadRunner], Backend]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Backend, Capability
 from irc_proxy.errors import NoSuchWarehouse, Unsupported
 from irc_proxy.handling.metadata import MetadataFiles
@@ -14,6 +13,7 @@ from irc_proxy.handling.tables import Tables
 from irc_proxy.handling.views import CatalogViewIndex, Views
 from irc_proxy.handling.views_index import NoViews, ViewIndex
 from irc_proxy.stores.views import ViewStore
+from irc_proxy.threads import ThreadRunner
 
 
 @dataclass(frozen=True)

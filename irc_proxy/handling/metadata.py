@@ -13,9 +13,9 @@ from pyiceberg.manifest import ManifestFile
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
 
-from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Backend
 from irc_proxy.errors import BadRequest, NotFound
+from irc_proxy.threads import ThreadRunner
 
 METADATA_PATH = "write.metadata.path"
 METADATA_CODEC = "write.metadata.compression-codec"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from irc_proxy.backends.base import Backend, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, display
-from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.paging import Page, PageRequest, page_of
 from irc_proxy.handling.views_index import ViewIndex
 
 _BATCH = 1000
@@ -54,11 +54,8 @@ class Namespaces:
             if len(batch) < _BATCH:
                 break
             cursor = batch[-1]
-        next_token = None
-        if page.limit is not None and len(found) > page.limit:
-            found = found[: page.limit]
-            next_token = encode_token(found[-1])
-        return Page([self._codec.from_flat(name) for name in found], next_token)
+        names, next_token = page_of(found, page)
+        return Page([self._codec.from_flat(name) for name in names], next_token)
 
     async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
         """Create the namespace and any missing parents in one step."""

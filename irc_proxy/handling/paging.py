@@ -41,3 +41,16 @@ def decode_token(token: str) -> str:
     if not key:
         raise BadRequest(f"Invalid pageToken: {token!r}")
     return key
+
+
+def fetch_limit(page: PageRequest) -> int:
+    """How many keys to ask a store for: one more than the page, to know whether another follows."""
+    return 10**9 if page.limit is None else page.limit + 1
+
+
+def page_of(keys: list[str], page: PageRequest) -> tuple[list[str], str | None]:
+    """Cut ``keys`` (fetched with ``fetch_limit``) to the page and compute the next page's token."""
+    if page.limit is not None and len(keys) > page.limit:
+        kept = keys[: page.limit]
+        return kept, encode_token(kept[-1])
+    return keys, None

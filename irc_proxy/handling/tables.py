@@ -18,7 +18,7 @@ from irc_proxy.handling import commits
 from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
-from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.paging import Page, PageRequest, fetch_limit, page_of
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.handling.views_index import ViewIndex
 
@@ -82,12 +82,7 @@ class Tables:
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
         flat = await self._namespaces.flat_existing(namespace)
-        limit = 10**9 if page.limit is None else page.limit + 1
-        names = await self._backend.list_tables(flat, page.after, limit)
-        next_token = None
-        if page.limit is not None and len(names) > page.limit:
-            names = names[: page.limit]
-            next_token = encode_token(names[-1])
+        names, next_token = page_of(await self._backend.list_tables(flat, page.after, fetch_limit(page)), page)
         return Page([TableIdent(namespace, name) for name in names], next_token)
 
     async def _pointer(self, ident: TableIdent) -> tuple[str, str | None]:

@@ -14,16 +14,16 @@ from pydantic import ValidationError
 from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 
-from irc_proxy.backends._sync import ThreadRunner
 from irc_proxy.backends.base import Backend
 from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView, NotFound
 from irc_proxy.handling import view_commits as vc
 from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_version
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
-from irc_proxy.handling.paging import Page, PageRequest, encode_token
+from irc_proxy.handling.paging import Page, PageRequest, fetch_limit, page_of
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.stores.views import StoredView, ViewStore
+from irc_proxy.threads import ThreadRunner
 
 DefaultLocation = Callable[[Namespace, str], Awaitable[str]]
 
@@ -87,12 +87,9 @@ class Views:
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
         flat = await self._namespaces.flat_existing(namespace)
-        limit = 10**9 if page.limit is None else page.limit + 1
-        names = await self._store.list_names(self._catalog, flat, page.after, limit)
-        next_token = None
-        if page.limit is not None and len(names) > page.limit:
-            names = names[: page.limit]
-            next_token = encode_token(names[-1])
+        names, next_token = page_of(
+            await self._store.list_names(self._catalog, flat, page.after, fetch_limit(page)), page
+        )
         return Page([TableIdent(namespace, name) for name in names], next_token)
 
     async def _stored(self, ident: TableIdent) -> StoredView:
@@ -155,27 +152,18 @@ class Views:
         principal: str,
     ) -> LoadedView:
         """Commit view updates on the latest version (compare-and-swap; re-based while requirements hold)."""
-        async with self._locks(ident):
-            return await self._replace(ident, requirements, updates, principal)
-
-    async def _replace(
-        self,
-        ident: TableIdent,
-        requirements: Sequence[vc.AssertViewUUID],
-        updates: Sequence[vc.ViewUpdate],
-        principal: str,
-    ) -> LoadedView:
         flat = self._codec.to_flat(ident.namespace)
-        for attempt in range(MAX_COMMIT_ATTEMPTS):
-            stored = await self._stored(ident)
-            vc.check_view_requirements(requirements, stored.metadata)
-            metadata = vc.apply_view_updates(stored.metadata, updates)
-            if metadata == stored.metadata:
-                return LoadedView(stored.metadata_location, stored.metadata)
-            location = await self._write(metadata, stored.metadata_location)
-            if await self._store.replace(self._catalog, flat, ident.name, stored, metadata, location, principal):
-                return LoadedView(location, metadata)
-            await backoff(attempt)
+        async with self._locks(ident):
+            for attempt in range(MAX_COMMIT_ATTEMPTS):
+                stored = await self._stored(ident)
+                vc.check_view_requirements(requirements, stored.metadata)
+                metadata = vc.apply_view_updates(stored.metadata, updates)
+                if metadata == stored.metadata:
+                    return LoadedView(stored.metadata_location, stored.metadata)
+                location = await self._write(metadata, stored.metadata_location)
+                if await self._store.replace(self._catalog, flat, ident.name, stored, metadata, location, principal):
+                    return LoadedView(location, metadata)
+                await backoff(attempt)
         raise CommitFailed(f"Commit failed: view {ident} is being changed concurrently; retry later")
 
     async def drop(self, ident: TableIdent) -> None:

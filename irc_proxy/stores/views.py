@@ -13,12 +13,11 @@ from typing import Any, TypeVar
 
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewVersion
 from sqlalchemy import Engine, delete, func, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from irc_proxy.backends._sync import ThreadRunner
-from irc_proxy.errors import AlreadyExists, NoSuchView, ServiceUnavailable
+from irc_proxy.dberrors import database_errors
+from irc_proxy.errors import AlreadyExists, NoSuchView
 from irc_proxy.stores.tables import (
     ViewPropertyRow,
     ViewRepresentationRow,
@@ -28,6 +27,7 @@ from irc_proxy.stores.tables import (
     ViewVersionRow,
     utcnow,
 )
+from irc_proxy.threads import ThreadRunner
 
 T = TypeVar("T")
 CHILD_TABLES = (ViewPropertyRow, ViewVersionRow, ViewRepresentationRow, ViewSchemaRow, ViewVersionLogRow)
@@ -58,15 +58,8 @@ class ViewStore:
         return await self._threads.run(self._transaction, fn)
 
     def _transaction(self, fn: Callable[[Session], T]) -> T:
-        try:
-            with Session(self._engine) as session, session.begin():
-                return fn(session)
-        except IntegrityError:
-            raise
-        except DBAPIError as exc:
-            raise ServiceUnavailable(f"State database is unavailable: {type(exc.orig).__name__}") from exc
-        except PoolTimeout as exc:
-            raise ServiceUnavailable("State database is busy: no connection became free in time") from exc
+        with database_errors("State database"), Session(self._engine) as session, session.begin():
+            return fn(session)
 
     @staticmethod
     def _row(session: Session, catalog: str, namespace: str, name: str) -> ViewRow | None:

@@ -12,7 +12,7 @@ FORBIDDEN = {
     "http": ("irc_proxy.backends", "irc_proxy.stores", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
     "handling": ("irc_proxy.http", "starlette", "boto3"),
     "backends": ("irc_proxy.http", "irc_proxy.handling", "starlette"),
-    "stores": ("irc_proxy.http", "irc_proxy.handling", "starlette"),
+    "stores": ("irc_proxy.http", "irc_proxy.handling", "irc_proxy.backends", "starlette"),
 }
 
 
