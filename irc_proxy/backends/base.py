@@ -26,6 +26,14 @@ class Capability(enum.Enum):
 
 
 @dataclass(frozen=True)
+class Listing:
+    """One batch of names and a backend-opaque token that resumes right after them (None: no more)."""
+
+    names: list[str]
+    next_token: str | None = None
+
+
+@dataclass(frozen=True)
 class PointerSwap:
     """Move one table's pointer from ``expected`` to ``new``; ``expected=None`` creates the table."""
 
@@ -49,8 +57,8 @@ class Backend(Protocol):
         """A FileIO that can read and write ``location`` (metadata files, purge)."""
 
     # Namespaces --------------------------------------------------------------------------
-    async def list_namespaces(self, prefix: str, after: str | None, limit: int) -> list[str]:
-        """Flat names starting with ``prefix`` and sorting after ``after``, ascending, at most ``limit``."""
+    async def list_namespaces(self, prefix: str, token: str | None, limit: int) -> Listing:
+        """At most ``limit`` flat names starting with ``prefix``, resuming at ``token``."""
 
     async def namespace_exists(self, name: str) -> bool:
         """Whether the namespace exists."""
@@ -68,8 +76,8 @@ class Backend(Protocol):
         """Raises NoSuchNamespace, or NamespaceNotEmpty while it holds tables."""
 
     # Tables ------------------------------------------------------------------------------
-    async def list_tables(self, namespace: str, after: str | None, limit: int) -> list[str]:
-        """Table names in ``namespace`` after ``after``, ascending. Raises NoSuchNamespace."""
+    async def list_tables(self, namespace: str, token: str | None, limit: int) -> Listing:
+        """At most ``limit`` Iceberg table names in ``namespace``, resuming at ``token``. Raises NoSuchNamespace."""
 
     async def load_table_pointer(self, namespace: str, name: str) -> str | None:
         """The table's current metadata location, or None if there is no such table."""

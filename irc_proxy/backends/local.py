@@ -17,7 +17,7 @@ from pyiceberg.io import FileIO, load_file_io
 from sqlalchemy import Connection, Engine, Table, and_, delete, event, func, insert, or_, select, union, update
 from sqlalchemy.exc import IntegrityError
 
-from irc_proxy.backends.base import Capability, PointerSwap, Properties
+from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable
 from irc_proxy.threads import ThreadRunner
@@ -68,15 +68,15 @@ class LocalBackend:
         names = self._ns_names()
         return conn.execute(select(names.c.name).where(names.c.name == name).limit(1)).first() is not None
 
-    async def list_namespaces(self, prefix: str, after: str | None, limit: int) -> list[str]:
-        def query(conn: Connection) -> list[str]:
+    async def list_namespaces(self, prefix: str, token: str | None, limit: int) -> Listing:
+        def query(conn: Connection) -> Listing:
             names = self._ns_names()
             stmt = select(names.c.name)
             if prefix:
                 stmt = stmt.where(func.substr(names.c.name, 1, len(prefix)) == prefix)
-            if after is not None:
-                stmt = stmt.where(names.c.name > after)
-            return list(conn.execute(stmt.order_by(names.c.name).limit(limit)).scalars())
+            if token is not None:
+                stmt = stmt.where(names.c.name > token)
+            return _keyset(list(conn.execute(stmt.order_by(names.c.name).limit(limit + 1)).scalars()), limit)
 
         return await self._run(query)
 
@@ -157,19 +157,19 @@ class LocalBackend:
             or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
         )
 
-    async def list_tables(self, namespace: str, after: str | None, limit: int) -> list[str]:
-        def query(conn: Connection) -> list[str]:
+    async def list_tables(self, namespace: str, token: str | None, limit: int) -> Listing:
+        def query(conn: Connection) -> Listing:
             stmt = select(TABLES.c.table_name).where(
                 TABLES.c.catalog_name == self._name,
                 TABLES.c.table_namespace == namespace,
                 or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
             )
-            if after is not None:
-                stmt = stmt.where(TABLES.c.table_name > after)
-            names = list(conn.execute(stmt.order_by(TABLES.c.table_name).limit(limit)).scalars())
+            if token is not None:
+                stmt = stmt.where(TABLES.c.table_name > token)
+            names = list(conn.execute(stmt.order_by(TABLES.c.table_name).limit(limit + 1)).scalars())
             if not names and not self._ns_exists(conn, namespace):
                 raise NoSuchNamespace(namespace)
-            return names
+            return _keyset(names, limit)
 
         return await self._run(query)
 
@@ -236,6 +236,11 @@ class LocalBackend:
             await self._run(rename)
         except IntegrityError as exc:
             raise AlreadyExists(to_name) from exc
+
+
+def _keyset(names: list[str], limit: int) -> Listing:
+    """``names`` was fetched with ``limit + 1``: the extra one tells whether a next page exists."""
+    return Listing(names[:limit], names[limit - 1] if len(names) > limit else None)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

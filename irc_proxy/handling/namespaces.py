@@ -8,10 +8,8 @@ from dataclasses import dataclass
 from irc_proxy.backends.base import Backend, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, display
-from irc_proxy.handling.paging import Page, PageRequest, page_of
+from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.views_index import ViewIndex
-
-_BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -45,17 +43,13 @@ class Namespaces:
         if parent:
             await self.flat_existing(parent)
         prefix = self._codec.children_prefix(parent)
-        want = None if page.limit is None else page.limit + 1
-        found: list[str] = []
-        cursor = page.after
-        while want is None or len(found) < want:
-            batch = await self._backend.list_namespaces(prefix, cursor, _BATCH)
-            found += [name for name in batch if self._codec.separator not in name[len(prefix) :]]
-            if len(batch) < _BATCH:
-                break
-            cursor = batch[-1]
-        names, next_token = page_of(found, page)
-        return Page([self._codec.from_flat(name) for name in names], next_token)
+
+        async def fetch(token: str | None, limit: int) -> tuple[list[str], str | None]:
+            listing = await self._backend.list_namespaces(prefix, token, limit)
+            return listing.names, listing.next_token
+
+        page_names = await collect(fetch, page, keep=lambda name: self._codec.separator not in name[len(prefix) :])
+        return Page([self._codec.from_flat(name) for name in page_names.items], page_names.next_token)
 
     async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
         """Create the namespace and any missing parents in one step."""
@@ -86,7 +80,7 @@ class Namespaces:
     async def drop(self, namespace: Namespace) -> None:
         """Drop an empty namespace; there is no cascade."""
         flat = await self.flat_existing(namespace)
-        if await self._backend.list_namespaces(self._codec.children_prefix(namespace), None, 1):
+        if (await self._backend.list_namespaces(self._codec.children_prefix(namespace), None, 1)).names:
             raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains namespaces.")
         if await self._views.namespace_has_views(flat):
             raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains views.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -14,11 +15,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class PageRequest:
-    """``after`` is the last key of the previous page; ``limit`` None means "everything"."""
+    """``token`` resumes a listing (the store's own token, decoded); ``limit`` None means "everything"."""
 
-    after: str | None = None
+    token: str | None = None
     limit: int | None = None
-    paginated: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,24 @@ def decode_token(token: str) -> str:
     return key
 
 
-def fetch_limit(page: PageRequest) -> int:
-    """How many keys to ask a store for: one more than the page, to know whether another follows."""
-    return 10**9 if page.limit is None else page.limit + 1
+Fetch = Callable[[str | None, int], Awaitable[tuple[list[str], str | None]]]
+BATCH = 1000
 
 
-def page_of(keys: list[str], page: PageRequest) -> tuple[list[str], str | None]:
-    """Cut ``keys`` (fetched with ``fetch_limit``) to the page and compute the next page's token."""
-    if page.limit is not None and len(keys) > page.limit:
-        kept = keys[: page.limit]
-        return kept, encode_token(kept[-1])
-    return keys, None
+async def collect(fetch: Fetch, page: PageRequest, keep: Callable[[str], bool] | None = None) -> Page[str]:
+    """Fill one page from a store that lists in batches with its own resume tokens.
+
+    Never asks for more than the page still needs, so a batch is always consumed whole and the
+    store's token resumes exactly after it (stores like Glue cannot resume mid-batch). ``keep``
+    filters names (e.g. direct children only); a page may then hold fewer names than asked, and
+    the last page may be empty.
+    """
+    found: list[str] = []
+    token = page.token
+    while True:
+        want = BATCH if page.limit is None else min(BATCH, page.limit - len(found))
+        names, token = await fetch(token, want)
+        found += [name for name in names if keep is None or keep(name)]
+        if token is None or (page.limit is not None and len(found) >= page.limit):
+            break
+    return Page(found, encode_token(token) if token is not None and page.limit is not None else None)

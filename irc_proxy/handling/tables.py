@@ -18,7 +18,7 @@ from irc_proxy.handling import commits
 from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
-from irc_proxy.handling.paging import Page, PageRequest, fetch_limit, page_of
+from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.handling.views_index import ViewIndex
 
@@ -82,8 +82,13 @@ class Tables:
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
         flat = await self._namespaces.flat_existing(namespace)
-        names, next_token = page_of(await self._backend.list_tables(flat, page.after, fetch_limit(page)), page)
-        return Page([TableIdent(namespace, name) for name in names], next_token)
+
+        async def fetch(token: str | None, limit: int) -> tuple[list[str], str | None]:
+            listing = await self._backend.list_tables(flat, token, limit)
+            return listing.names, listing.next_token
+
+        found = await collect(fetch, page)
+        return Page([TableIdent(namespace, name) for name in found.items], found.next_token)
 
     async def _pointer(self, ident: TableIdent) -> tuple[str, str | None]:
         flat = self._codec.to_flat(ident.namespace)

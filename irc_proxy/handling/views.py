@@ -20,7 +20,7 @@ from irc_proxy.handling import view_commits as vc
 from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_version
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
-from irc_proxy.handling.paging import Page, PageRequest, fetch_limit, page_of
+from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.stores.views import StoredView, ViewStore
 from irc_proxy.threads import ThreadRunner
@@ -87,10 +87,12 @@ class Views:
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
         flat = await self._namespaces.flat_existing(namespace)
-        names, next_token = page_of(
-            await self._store.list_names(self._catalog, flat, page.after, fetch_limit(page)), page
-        )
-        return Page([TableIdent(namespace, name) for name in names], next_token)
+
+        async def fetch(token: str | None, limit: int) -> tuple[list[str], str | None]:
+            return await self._store.list_names(self._catalog, flat, token, limit)
+
+        found = await collect(fetch, page)
+        return Page([TableIdent(namespace, name) for name in found.items], found.next_token)
 
     async def _stored(self, ident: TableIdent) -> StoredView:
         stored = await self._store.load(self._catalog, self._codec.to_flat(ident.namespace), ident.name)

@@ -96,7 +96,7 @@ def page_param(request: Request) -> PageRequest:
             raise BadRequest(f"Invalid pageSize: {size!r} is not an integer") from None
         if limit < 1:
             raise BadRequest(f"Invalid pageSize: {limit} (must be at least 1)")
-    return PageRequest(after=decode_token(token) if token else None, limit=min(limit, settings.max_page_size))
+    return PageRequest(token=decode_token(token) if token else None, limit=min(limit, settings.max_page_size))
 
 
 def bool_param(request: Request, key: str, default: bool = False) -> bool:

@@ -88,12 +88,17 @@ class ViewStore:
 
         return await self._run(query)
 
-    async def list_names(self, catalog: str, namespace: str, after: str | None, limit: int) -> list[str]:
-        def query(session: Session) -> list[str]:
+    async def list_names(
+        self, catalog: str, namespace: str, token: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        """At most ``limit`` view names after ``token`` (the last name of the previous batch)."""
+
+        def query(session: Session) -> tuple[list[str], str | None]:
             stmt = select(ViewRow.name).where(col(ViewRow.catalog) == catalog, col(ViewRow.namespace) == namespace)
-            if after is not None:
-                stmt = stmt.where(col(ViewRow.name) > after)
-            return list(session.execute(stmt.order_by(col(ViewRow.name)).limit(limit)).scalars())
+            if token is not None:
+                stmt = stmt.where(col(ViewRow.name) > token)
+            names = list(session.execute(stmt.order_by(col(ViewRow.name)).limit(limit + 1)).scalars())
+            return names[:limit], (names[limit - 1] if len(names) > limit else None)
 
         return await self._run(query)
 
