@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
@@ -16,17 +15,13 @@ from irc_proxy.backends.registry import create_backend
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.http import meta
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
-from irc_proxy.http.middleware import RawPathRouting, RequestContext
+from irc_proxy.http.middleware import DrainUnreadBody, RawPathRouting, RequestContext
 from irc_proxy.http.routes import OPERATIONS, catalog_routes
 from irc_proxy.settings import Settings
 from irc_proxy.stores.db import create_state_engine, ensure_schema
+from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
-
-
-def _prepare_sqlite_dir(url: str) -> None:
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
 
 
 def open_state(settings: Settings) -> Engine:
@@ -39,10 +34,10 @@ def open_state(settings: Settings) -> Engine:
 def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> Catalogs:
     """Create every configured catalog's backend and services."""
     view_store = ViewStore(state, threads)
+    locks = CommitLocks(state)
     catalogs = {}
     for name, catalog_settings in settings.catalogs.items():
-        _prepare_sqlite_dir(catalog_settings.database_url)
-        backend = create_backend(name, catalog_settings, threads)
+        backend = create_backend(name, catalog_settings, threads, locks)
         catalogs[name] = Catalog.build(name, backend, settings.server.namespace_separator, threads, view_store)
     return Catalogs(catalogs, settings.default_catalog)
 
@@ -68,7 +63,7 @@ def create_app(settings: Settings) -> Starlette:
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(RequestContext), Middleware(RawPathRouting)],
+        middleware=[Middleware(RequestContext), Middleware(DrainUnreadBody), Middleware(RawPathRouting)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

@@ -7,7 +7,9 @@
     │   ├── NoSuchWarehouse
     │   ├── NoSuchNamespace
     │   ├── NoSuchTable
+    │   │   └── NotAnIcebergTable   the name is taken by a Hive/Delta/... table
     │   └── NoSuchView
+    ├── Forbidden                   the backend (or, later, the authorizer) refused
     ├── Unsupported                 the catalog cannot do this
     ├── Conflict
     │   ├── AlreadyExists
@@ -60,8 +62,16 @@ class NoSuchTable(NotFound):
     """The table does not exist."""
 
 
+class NotAnIcebergTable(NoSuchTable):
+    """A table of another format (Hive, Delta, ...) holds the name; it cannot be loaded as Iceberg."""
+
+
 class NoSuchView(NotFound):
     """The view does not exist."""
+
+
+class Forbidden(CatalogError):
+    """The operation is not allowed (a backend denied it, or the object is read-only here)."""
 
 
 class Unsupported(CatalogError):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 ENV_PREFIX = "IRC_PROXY_"
 ENV_CONFIG_FILE = "IRC_PROXY_CONFIG"
@@ -70,7 +70,49 @@ class LocalCatalogSettings(_Strict):
     description: str = ""
 
 
-CatalogSettings = Annotated[LocalCatalogSettings, Field(discriminator="kind")]
+class GlueCatalogSettings(_Strict):
+    """A catalog federated to the AWS Glue Data Catalog (databases = namespaces)."""
+
+    kind: Literal["glue"]
+    warehouse: str = ""
+    description: str = ""
+    region: str = ""
+    catalog_id: str = ""
+    endpoint_url: str = ""
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+    role_arn: str = ""
+    role_external_id: SecretStr | None = None
+    role_session_name: str = "irc-proxy"
+    sts_endpoint_url: str = ""
+    s3_endpoint_url: str = ""
+    s3_region: str = ""
+    s3_path_style_access: bool = False
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    retry_mode: Literal["standard", "adaptive", "legacy"] = "standard"
+    max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
+    timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
+    table_type_filter: list[str] = Field(default_factory=lambda: ["ICEBERG"])
+
+    @field_validator("table_type_filter", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _required(self) -> GlueCatalogSettings:
+        missing = [key for key in ("region", "catalog_id", "warehouse") if not getattr(self, key)]
+        if missing:
+            raise ValueError(f"missing required key(s) for a glue catalog: {', '.join(missing)}")
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            raise ValueError("access_key_id and secret_access_key must be set together")
+        if not all(re.fullmatch(r"[A-Z_*]+", kind) for kind in self.table_type_filter):
+            raise ValueError("table_type_filter: use upper-case kinds such as ICEBERG, HIVE, DELTA, HUDI or *")
+        return self
+
+
+CatalogSettings = Annotated[LocalCatalogSettings | GlueCatalogSettings, Field(discriminator="kind")]
 
 
 class Settings(_Strict):
@@ -92,12 +134,15 @@ class Settings(_Strict):
                     f"catalogs.{name}: a catalog name must match {_CATALOG_NAME.pattern} "
                     f"and not be one of {sorted(RESERVED_CATALOG_NAMES)}"
                 )
-            catalogs[name] = catalog.model_copy(
-                update={
-                    "warehouse": (catalog.warehouse or (data / "warehouse" / name).as_uri()).rstrip("/"),
-                    "database_url": catalog.database_url or f"sqlite:///{data / 'catalog.db'}",
-                }
-            )
+            if isinstance(catalog, LocalCatalogSettings):
+                catalogs[name] = catalog.model_copy(
+                    update={
+                        "warehouse": (catalog.warehouse or (data / "warehouse" / name).as_uri()).rstrip("/"),
+                        "database_url": catalog.database_url or f"sqlite:///{data / 'catalog.db'}",
+                    }
+                )
+            else:
+                catalogs[name] = catalog.model_copy(update={"warehouse": catalog.warehouse.rstrip("/")})
         default = self.default_catalog or next(iter(catalogs))
         if default not in catalogs:
             raise ValueError(f"default_catalog: no catalog named {default!r} is configured")
@@ -148,7 +193,7 @@ def _set_path(tree: dict[str, Any], path: list[str], value: str, env_key: str) -
 def _describe(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"] if part != "local") or "(top level)"
+        key = ".".join(str(part) for part in error["loc"] if part not in ("local", "glue")) or "(top level)"
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key"

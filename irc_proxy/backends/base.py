@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pyiceberg.io import FileIO
+from pyiceberg.table.metadata import TableMetadata
 
 Properties = dict[str, str]
 
@@ -35,12 +36,16 @@ class Listing:
 
 @dataclass(frozen=True)
 class PointerSwap:
-    """Move one table's pointer from ``expected`` to ``new``; ``expected=None`` creates the table."""
+    """Move one table's pointer from ``expected`` to ``new``; ``expected=None`` creates the table.
+
+    ``metadata`` is the metadata at ``new``, for backends that mirror the schema (Glue columns).
+    """
 
     namespace: str
     name: str
     expected: str | None
     new: str
+    metadata: TableMetadata | None = None
 
 
 class Backend(Protocol):
@@ -80,7 +85,10 @@ class Backend(Protocol):
         """At most ``limit`` Iceberg table names in ``namespace``, resuming at ``token``. Raises NoSuchNamespace."""
 
     async def load_table_pointer(self, namespace: str, name: str) -> str | None:
-        """The table's current metadata location, or None if there is no such table."""
+        """The table's current metadata location, or None if there is no such table.
+
+        Raises NotAnIcebergTable when a table of another format holds the name.
+        """
 
     async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
         """Compare-and-swap every pointer, all or nothing; False if any expectation failed.

@@ -4,24 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from irc_proxy.backends.base import Backend
 from irc_proxy.settings import CatalogSettings
+from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.threads import ThreadRunner
 
-Factory = Callable[[str, Any, ThreadRunner], Backend]
+Factory = Callable[[str, Any, ThreadRunner, CommitLocks], Backend]
 
 
-def _local(name: str, settings: Any, threads: ThreadRunner) -> Backend:
-    module = import_module("irc_proxy.backends.local")
-    backend: Backend = module.LocalBackend(name, settings.warehouse, settings.database_url, threads)
+def _local(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -> Backend:
+    url: str = settings.database_url
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
+    backend: Backend = import_module("irc_proxy.backends.local").LocalBackend(name, settings.warehouse, url, threads)
     return backend
 
 
-BACKENDS: dict[str, Factory] = {"local": _local}
+def _glue(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -> Backend:
+    backend: Backend = import_module("irc_proxy.backends.glue").GlueBackend(name, settings, locks)
+    return backend
 
 
-def create_backend(name: str, settings: CatalogSettings, threads: ThreadRunner) -> Backend:
+BACKENDS: dict[str, Factory] = {"local": _local, "glue": _glue}
+
+
+def create_backend(name: str, settings: CatalogSettings, threads: ThreadRunner, locks: CommitLocks) -> Backend:
     """Build the backend for one configured catalog."""
-    return BACKENDS[settings.kind](name, settings, threads)
+    return BACKENDS[settings.kind](name, settings, threads, locks)

@@ -36,7 +36,7 @@ class Catalog:
         tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads))
         views = None
         if view_store is not None:
-            views = Views(name, backend, codec, namespaces, view_store, threads, tables.default_location)
+            views = Views(name, backend, codec, namespaces, view_store, threads, tables)
         return cls(name, backend, codec, namespaces, tables, views)
 
     def require_views(self) -> Views:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from irc_proxy.backends.base import Backend, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, display
-from irc_proxy.handling.paging import Page, PageRequest, collect
+from irc_proxy.handling.paging import Fetch, Page, PageRequest, collect
 from irc_proxy.handling.views_index import ViewIndex
 
 
@@ -43,13 +43,21 @@ class Namespaces:
         if parent:
             await self.flat_existing(parent)
         prefix = self._codec.children_prefix(parent)
+        page_names = await collect(
+            self._fetcher(prefix), page, keep=lambda name: self._codec.separator not in name[len(prefix) :]
+        )
+        return Page([self._codec.from_flat(name) for name in page_names.items], page_names.next_token)
 
+    def _fetcher(self, prefix: str) -> Fetch:
         async def fetch(token: str | None, limit: int) -> tuple[list[str], str | None]:
             listing = await self._backend.list_namespaces(prefix, token, limit)
             return listing.names, listing.next_token
 
-        page_names = await collect(fetch, page, keep=lambda name: self._codec.separator not in name[len(prefix) :])
-        return Page([self._codec.from_flat(name) for name in page_names.items], page_names.next_token)
+        return fetch
+
+    async def _has_descendants(self, namespace: Namespace) -> bool:
+        found = await collect(self._fetcher(self._codec.children_prefix(namespace)), PageRequest(limit=1))
+        return bool(found.items)
 
     async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
         """Create the namespace and any missing parents in one step."""
@@ -80,7 +88,7 @@ class Namespaces:
     async def drop(self, namespace: Namespace) -> None:
         """Drop an empty namespace; there is no cascade."""
         flat = await self.flat_existing(namespace)
-        if (await self._backend.list_namespaces(self._codec.children_prefix(namespace), None, 1)).names:
+        if await self._has_descendants(namespace):
             raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains namespaces.")
         if await self._views.namespace_has_views(flat):
             raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains views.")

@@ -13,7 +13,15 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.table.update import TableRequirement, TableUpdate
 
 from irc_proxy.backends.base import Backend, Capability, PointerSwap
-from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchTable, NotFound, Unsupported
+from irc_proxy.errors import (
+    AlreadyExists,
+    BadRequest,
+    CommitFailed,
+    NoSuchTable,
+    NotAnIcebergTable,
+    NotFound,
+    Unsupported,
+)
 from irc_proxy.handling import commits
 from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
@@ -111,8 +119,15 @@ class Tables:
         await self.current_location(ident)
 
     # Creating ---------------------------------------------------------------------------
+    async def occupied(self, flat: str, name: str) -> bool:
+        """Whether a table of any format holds the name (a Hive table blocks an Iceberg create)."""
+        try:
+            return await self._backend.load_table_pointer(flat, name) is not None
+        except NotAnIcebergTable:
+            return True
+
     async def _check_free(self, flat: str, ident: TableIdent) -> None:
-        if await self._backend.load_table_pointer(flat, ident.name) is not None:
+        if await self.occupied(flat, ident.name):
             raise AlreadyExists(f"Table already exists: {ident}")
         if await self._views.view_exists(flat, ident.name):
             raise AlreadyExists(f"View with same name already exists: {ident}")
@@ -147,7 +162,9 @@ class Tables:
             return LoadedTable(None, metadata)
         metadata_location = new_metadata_location(metadata, 0)
         await self.files.write(metadata, metadata_location)
-        if not await self._backend.swap_table_pointers([PointerSwap(flat, ident.name, None, metadata_location)]):
+        if not await self._backend.swap_table_pointers(
+            [PointerSwap(flat, ident.name, None, metadata_location, metadata)]
+        ):
             raise AlreadyExists(f"Table already exists: {ident}")
         return LoadedTable(metadata_location, metadata)
 
@@ -156,11 +173,16 @@ class Tables:
         flat = await self._namespaces.flat_existing(namespace)
         if await self._views.view_exists(flat, ident.name):
             raise AlreadyExists(f"View with same name already exists: {ident}")
-        current = await self._backend.load_table_pointer(flat, ident.name)
+        try:
+            current = await self._backend.load_table_pointer(flat, ident.name)
+        except NotAnIcebergTable:
+            raise AlreadyExists(f"Table already exists: {ident} (not an Iceberg table)") from None
         if current is not None and not overwrite:
             raise AlreadyExists(f"Table already exists: {ident}")
         metadata = await self.files.read(metadata_location)
-        if not await self._backend.swap_table_pointers([PointerSwap(flat, ident.name, current, metadata_location)]):
+        if not await self._backend.swap_table_pointers(
+            [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
+        ):
             raise CommitFailed(f"Table {ident} changed while it was being registered; retry")
         return LoadedTable(metadata_location, metadata)
 
@@ -187,7 +209,7 @@ class Tables:
             return LoadedTable(current, base)
         location = new_metadata_location(new, metadata_version(current) + 1 if current else 0)
         await self.files.write(new, location)
-        return PointerSwap(flat, ident.name, current, location), base, new
+        return PointerSwap(flat, ident.name, current, location, new), base, new
 
     async def commit(self, change: TableChange) -> LoadedTable:
         """Commit one table's change, re-basing on the latest metadata while requirements hold."""
@@ -208,7 +230,10 @@ class Tables:
         raise CommitFailed(f"Commit failed: {change.ident} is being changed concurrently; retry later")
 
     async def commit_transaction(self, changes: Sequence[TableChange]) -> None:
-        """Commit changes to several tables all-or-nothing."""
+        """Commit changes to several tables all-or-nothing (one change is an ordinary commit)."""
+        if len(changes) == 1:
+            await self.commit(changes[0])
+            return
         if Capability.MULTI_TABLE_COMMIT not in self._backend.capabilities:
             raise Unsupported("This catalog's backend cannot commit several tables atomically")
         idents = [c.ident for c in changes]
@@ -250,7 +275,7 @@ class Tables:
         if location is None:
             raise no_such_table(source)
         target_flat = await self._namespaces.flat_existing(target.namespace)
-        if await self._backend.load_table_pointer(target_flat, target.name) is not None:
+        if await self.occupied(target_flat, target.name):
             raise AlreadyExists(f"Table already exists: {target}")
         if await self._views.view_exists(target_flat, target.name):
             raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists")

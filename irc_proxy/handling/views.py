@@ -7,7 +7,7 @@ import gzip
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -22,10 +22,9 @@ from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
+from irc_proxy.handling.tables import Tables
 from irc_proxy.stores.views import StoredView, ViewStore
 from irc_proxy.threads import ThreadRunner
-
-DefaultLocation = Callable[[Namespace, str], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ class Views:
         namespaces: Namespaces,
         store: ViewStore,
         threads: ThreadRunner,
-        default_location: DefaultLocation,
+        tables: Tables,
     ) -> None:
         self._catalog = catalog
         self._backend = backend
@@ -81,7 +80,7 @@ class Views:
         self._namespaces = namespaces
         self._store = store
         self._threads = threads
-        self._default_location = default_location
+        self._tables = tables
         self._locks = KeyedLocks()
 
     # Reading ----------------------------------------------------------------------------
@@ -119,14 +118,14 @@ class Views:
     async def _check_free(self, flat: str, ident: TableIdent) -> None:
         if await self._store.exists(self._catalog, flat, ident.name):
             raise AlreadyExists(f"View already exists: {ident}")
-        if await self._backend.load_table_pointer(flat, ident.name) is not None:
+        if await self._tables.occupied(flat, ident.name):
             raise AlreadyExists(f"Table with same name already exists: {ident}")
 
     async def create(self, namespace: Namespace, request: ViewCreate, principal: str) -> LoadedView:
         ident = TableIdent(namespace, validate_name(request.name, "view"))
         flat = await self._namespaces.flat_existing(namespace)
         await self._check_free(flat, ident)
-        location = (request.location or "").rstrip("/") or await self._default_location(namespace, ident.name)
+        location = (request.location or "").rstrip("/") or await self._tables.default_location(namespace, ident.name)
         version = request.view_version.model_copy(
             update={"version_id": 1, "schema_id": vc.LAST_ADDED, "timestamp_ms": int(time.time() * 1000)}
         )
@@ -182,7 +181,7 @@ class Views:
         target_flat = await self._namespaces.flat_existing(target.namespace)
         if await self._store.exists(self._catalog, target_flat, target.name):
             raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists")
-        if await self._backend.load_table_pointer(target_flat, target.name) is not None:
+        if await self._tables.occupied(target_flat, target.name):
             raise AlreadyExists(f"Cannot rename {source} to {target}. Table already exists")
         try:
             await self._store.rename(self._catalog, source_flat, source.name, target_flat, target.name)

@@ -65,3 +65,40 @@ class RequestContext:
                 (time.perf_counter() - started) * 1000,
                 request_id,
             )
+
+
+class DrainUnreadBody:
+    """Read what is left of a request body the handler did not consume, before the response ends.
+
+    A handler may answer before reading the body (a 404 for an unknown table, a HEAD). hypercorn
+    closes the connection when a response completes while the request body is still unread, and
+    a client that reuses that connection from its pool fails its next request. So the rest of the
+    body (up to ``limit`` bytes; a larger one still closes the connection) is read just before the
+    last part of the response is sent.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int = 1 << 20) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        finished = False
+
+        async def tracking_receive() -> Message:
+            nonlocal finished
+            message = await receive()
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                finished = True
+            return message
+
+        async def draining_send(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                drained = 0
+                while not finished and drained <= self.limit:
+                    drained += len((await tracking_receive()).get("body", b""))
+            await send(message)
+
+        await self.app(scope, tracking_receive, draining_send)

@@ -40,10 +40,6 @@ TABLE = NS + "/tables/{table}"
 VIEW = NS + "/views/{view}"
 
 
-def _multi_table_commit(catalog: Catalog) -> bool:
-    return catalog.supports_transactions
-
-
 def _views(catalog: Catalog) -> bool:
     return catalog.views is not None
 
@@ -65,7 +61,7 @@ OPERATIONS: list[Operation] = [
     Operation("POST", TABLE + "/unregister", tables.unregister_table),
     Operation("POST", TABLE + "/metrics", tables.report_metrics),
     Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table),
-    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, _multi_table_commit),
+    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction),
     Operation("GET", NS + "/views", views.list_views, _views),
     Operation("POST", NS + "/views", views.create_view, _views),
     Operation("GET", VIEW, views.load_view, _views),

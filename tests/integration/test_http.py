@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import socket
+import time
+
 import httpx
 
 from tests.support.rest import assert_error
@@ -75,3 +79,35 @@ def test_unknown_route_and_wrong_method_use_the_error_shape(client: httpx.Client
 def test_every_response_carries_a_request_id(client: httpx.Client) -> None:
     assert client.get("/v1/config").headers["x-request-id"]
     assert client.get("/v1/config", headers={"X-Request-Id": "abc-123"}).headers["x-request-id"] == "abc-123"
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))  # type: ignore[union-attr]
+    while len(rest) < length:
+        rest += sock.recv(65536)
+    return head
+
+
+def test_keep_alive_survives_an_answer_given_before_the_body_arrived(proxy) -> None:  # type: ignore[no-untyped-def]
+    """A 404 sent before the request body was read must not cost the client its pooled connection."""
+    host, port = proxy.url.removeprefix("http://").split(":")
+    body = b'{"namespace": ["a"]}'
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/nope/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
+        time.sleep(0.3)  # the 404 is decided before any of the body has arrived
+        sock.sendall(body)
+        assert b" 404 " in _read_response(sock).split(b"\r\n")[0]
+        sock.sendall(b"GET /v1/config HTTP/1.1\r\nHost: x\r\n\r\n")
+        second = _read_response(sock)
+        assert second, "the server closed the connection after answering before the body was read"
+        assert b" 200 " in second.split(b"\r\n")[0]

@@ -26,7 +26,7 @@ def test_parent_listing_returns_direct_children_as_full_levels(client: httpx.Cli
         create_namespace(client, ns_name, child)
     create_namespace(client, ns_name, "a", "deep")
     listed = client.get("/v1/local/namespaces", params={"parent": ns_name}).json()
-    assert listed["namespaces"] == [[ns_name, "a"], [ns_name, "b"], [ns_name, "c"]]
+    assert sorted(listed["namespaces"]) == [[ns_name, "a"], [ns_name, "b"], [ns_name, "c"]]
     deeper = client.get("/v1/local/namespaces", params={"parent": f"{ns_name}\x1fa"}).json()
     assert deeper["namespaces"] == [[ns_name, "a", "deep"]]
     top = client.get("/v1/local/namespaces").json()["namespaces"]
@@ -49,8 +49,8 @@ def test_namespace_listing_pages_follow_tokens(client: httpx.Client, ns_name: st
         assert len(page["namespaces"]) <= 3
         seen += [ns[-1] for ns in page["namespaces"]]
         token, pages = page["next-page-token"], pages + 1
-    assert seen == children
-    assert pages == 3
+    assert sorted(seen) == children  # each exactly once; the spec does not order listings
+    assert 3 <= pages <= 4  # a store that cannot tell the end early may add one empty page
 
 
 def test_levels_with_separator_dot_slash_and_percent_round_trip(client: httpx.Client, ns_name: str) -> None:

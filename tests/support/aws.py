@@ -1,0 +1,55 @@
+"""moto as a real HTTP server on 127.0.0.1 (Glue, S3, STS) and proxy configs that point at it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+ACCESS_KEY = "testing-key"
+SECRET_KEY = "testing-secret"
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server on a free loopback port; yields its endpoint URL."""
+    os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def client(service: str, endpoint: str):  # type: ignore[no-untyped-def]
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+    )
+
+
+def glue_catalog_config(name: str, endpoint: str, warehouse: str, **extra: str) -> str:
+    """A ``[catalogs.NAME]`` TOML table for a Glue catalog on the moto server."""
+    lines = [
+        f"[catalogs.{name}]",
+        'kind = "glue"',
+        f'warehouse = "{warehouse}"',
+        f'region = "{REGION}"',
+        f'catalog_id = "{ACCOUNT}"',
+        f'endpoint_url = "{endpoint}"',
+        f's3_endpoint_url = "{endpoint}"',
+        f'access_key_id = "{ACCESS_KEY}"',
+        f'secret_access_key = "{SECRET_KEY}"',
+        "max_attempts = 2",
+    ] + [f"{key} = {value}" for key, value in extra.items()]
+    return "\n".join(lines) + "\n"
