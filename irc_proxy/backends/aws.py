@@ -16,6 +16,7 @@ from botocore.exceptions import (
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    ParamValidationError,
     ReadTimeoutError,
 )
 
@@ -84,7 +85,7 @@ def aws_errors(operation: str, *, mutation_sent: bool = False) -> Iterator[None]
     except ClientError as exc:
         code = error_code(exc)
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        if code in DENIED:
+        if code in DENIED or status == 403:  # an IAM or endpoint-policy denial may come back unparsed
             raise Forbidden(f"The backend denied {operation}") from exc
         if code in THROTTLED or status >= 500:
             if mutation_sent and status >= 500:
@@ -101,5 +102,7 @@ def aws_errors(operation: str, *, mutation_sent: bool = False) -> Iterator[None]
         raise ServiceUnavailable(f"{operation} timed out") from exc
     except (EndpointConnectionError, ConnectTimeoutError) as exc:
         raise ServiceUnavailable(f"The backend is unreachable for {operation}") from exc
+    except ParamValidationError as exc:  # botocore checks the input against Glue's model before sending
+        raise BadRequest(f"{operation} rejected the input: {' '.join(str(exc).split())}") from exc
     except BotoCoreError as exc:
         raise ServiceUnavailable(f"{operation} failed: {type(exc).__name__}") from exc

@@ -11,10 +11,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.view.metadata import ViewMetadata
 
 Properties = dict[str, str]
 
@@ -24,6 +25,8 @@ class Capability(enum.Enum):
 
     MULTI_TABLE_COMMIT = "multi-table-commit"
     """``swap_table_pointers`` applies several swaps atomically."""
+    ENGINE_VIEWS = "engine-views"
+    """The backend holds views written by other engines and serves them read-only (``EngineViewSource``)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,22 @@ class PointerSwap:
     expected: str | None
     new: str
     metadata: TableMetadata | None = None
+
+
+@dataclass(frozen=True)
+class EngineView:
+    """A view another engine keeps in the backend, rendered as Iceberg view metadata (read-only here).
+
+    ``metadata`` has one version with the engine's SQL and dialect; its ``default-namespace`` is the
+    flat backend namespace as a single level (the catalog maps it to nested levels). No metadata
+    file exists: LoadViewResult requires a ``metadata-location``, so ``metadata_location`` is a
+    synthetic URI that names the owner and its version, e.g. ``glue://<catalog-id>/<db>/<table>?version=<n>``.
+    ``origin`` names where the view lives, for messages (e.g. ``Glue``).
+    """
+
+    metadata_location: str
+    metadata: ViewMetadata
+    origin: str
 
 
 class Backend(Protocol):
@@ -101,3 +120,20 @@ class Backend(Protocol):
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         """Raises NoSuchTable or AlreadyExists."""
+
+
+class EngineViewSource(Protocol):
+    """The optional methods of a backend that advertises ``Capability.ENGINE_VIEWS``."""
+
+    async def list_engine_views(self, namespace: str, token: str | None, limit: int) -> Listing:
+        """At most ``limit`` engine view names in ``namespace``, resuming at ``token``. Raises NoSuchNamespace."""
+
+    async def load_engine_view(self, namespace: str, name: str) -> EngineView | None:
+        """The engine view ``name``, or None if there is no such view."""
+
+
+def engine_views(backend: Backend) -> EngineViewSource | None:
+    """The backend's engine views when it advertises ``ENGINE_VIEWS``, else None."""
+    if Capability.ENGINE_VIEWS in backend.capabilities:
+        return cast(EngineViewSource, backend)
+    return None

@@ -12,20 +12,24 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from threading import Lock
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from botocore.exceptions import ClientError
 from pyiceberg.catalog.glue import _construct_table_input
 from pyiceberg.io import FileIO, load_file_io
 
+from irc_proxy.backends import glue_views
 from irc_proxy.backends.aws import aws_errors, client_config, error_code, session_for
-from irc_proxy.backends.base import Listing, PointerSwap, Properties
+from irc_proxy.backends.base import Capability, EngineView, Listing, PointerSwap, Properties
 from irc_proxy.errors import (
     AlreadyExists,
     BadRequest,
+    CommitStateUnknown,
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
     NotAnIcebergTable,
+    ServiceUnavailable,
 )
 from irc_proxy.settings import GlueCatalogSettings
 from irc_proxy.stores.locks import CommitLocks
@@ -40,10 +44,10 @@ NAMESPACE_COMMENT = "comment"
 def table_kind(table: Mapping[str, Any]) -> str:
     """ICEBERG, VIRTUAL_VIEW, DELTA, HUDI or HIVE, from a Glue table description."""
     parameters = {k.lower(): str(v) for k, v in (table.get("Parameters") or {}).items()}
+    if table.get("TableType") == "VIRTUAL_VIEW":  # before ICEBERG: Trino's old Iceberg views set both
+        return "VIRTUAL_VIEW"
     if parameters.get("table_type", "").upper() == "ICEBERG":
         return "ICEBERG"
-    if table.get("TableType") == "VIRTUAL_VIEW":
-        return "VIRTUAL_VIEW"
     provider = parameters.get("spark.sql.sources.provider", "").lower()
     if parameters.get("table_type", "").upper() == "DELTA" or provider == "delta":
         return "DELTA"
@@ -55,7 +59,7 @@ def table_kind(table: Mapping[str, Any]) -> str:
 class GlueBackend:
     """Backend over the AWS Glue Data Catalog."""
 
-    capabilities: frozenset[Any] = frozenset()
+    capabilities = frozenset({Capability.ENGINE_VIEWS})
 
     def __init__(self, name: str, settings: GlueCatalogSettings, locks: CommitLocks) -> None:
         self.warehouse = settings.warehouse
@@ -237,7 +241,7 @@ class GlueBackend:
                         self._glue.create_table(DatabaseName=swap.namespace, TableInput=table_input, **self._catalog)
                     except ClientError as exc:
                         if error_code(exc) == "AlreadyExistsException":
-                            return False
+                            return _landed(self._get_table, swap)
                         if error_code(exc) == "EntityNotFoundException":
                             raise NoSuchNamespace(swap.namespace) from exc
                         raise
@@ -260,7 +264,9 @@ class GlueBackend:
                         **self._catalog,
                     )
                 except ClientError as exc:
-                    if error_code(exc) in ("ConcurrentModificationException", "EntityNotFoundException"):
+                    if error_code(exc) == "ConcurrentModificationException":
+                        return _landed(self._get_table, swap)
+                    if error_code(exc) == "EntityNotFoundException":
                         return False
                     raise
             return True
@@ -302,6 +308,53 @@ class GlueBackend:
                 raise
 
         await self._run(rename)
+
+    # Engine views (Capability.ENGINE_VIEWS): VIRTUAL_VIEWs of Trino, Spark, Hive, read-only -------
+    async def list_engine_views(self, namespace: str, token: str | None, limit: int) -> Listing:
+        def fetch(kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+            with aws_errors("GetTables"):
+                try:
+                    page = self._glue.get_tables(DatabaseName=namespace, **kwargs, **self._catalog)
+                except ClientError as exc:
+                    if error_code(exc) == "EntityNotFoundException":
+                        raise NoSuchNamespace(namespace) from exc
+                    raise
+            return page.get("TableList", []), page.get("NextToken") or None
+
+        tables, next_token = await self._run(_glue_page, fetch, {}, token, limit)
+        return Listing([t["Name"] for t in tables if _is_engine_view(t)], next_token)
+
+    async def load_engine_view(self, namespace: str, name: str) -> EngineView | None:
+        """The Glue view as Iceberg view metadata; ``metadata_location`` is ``glue://<catalog-id>/<db>/<table>?version=<VersionId>``."""
+
+        def load() -> EngineView | None:
+            table = self._get_table(namespace, name)
+            if table is None or not _is_engine_view(table):
+                return None
+            try:
+                definition = glue_views.parse_view(table, namespace)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BadRequest(f"Cannot read Glue view {namespace}.{name}: {exc}") from exc
+            location = str((table.get("StorageDescriptor") or {}).get("Location") or "").rstrip("/")
+            if not location:
+                database = self._get_database(namespace) or {}
+                base = str(database.get("LocationUri") or "").rstrip("/") or f"{self.warehouse.rstrip('/')}/{namespace}"
+                location = f"{base}/{name}"
+            catalog_id = self._settings.catalog_id
+            created = glue_views.epoch_ms(table.get("CreateTime"))
+            updated = glue_views.epoch_ms(table.get("UpdateTime")) or created
+            version = table.get("VersionId")
+            metadata = glue_views.view_metadata(
+                definition,
+                glue_views.stable_uuid("glue:", catalog_id, namespace, name, created),
+                location,
+                updated,
+                {glue_views.ENGINE_VIEW_PROPERTY: "glue"},
+            )
+            pointer = f"glue://{catalog_id}/{quote(namespace, safe='')}/{quote(name, safe='')}"
+            return EngineView(f"{pointer}?version={version}" if version else pointer, metadata, "Glue")
+
+        return await self._run(load)
 
 
 GlueFetch = Callable[[dict[str, Any]], tuple[list[dict[str, Any]], str | None]]
@@ -346,3 +399,22 @@ def _namespace_properties(database: Mapping[str, Any]) -> Properties:
     if database.get("Description"):
         properties[NAMESPACE_COMMENT] = str(database["Description"])
     return properties
+
+
+def _is_engine_view(table: Mapping[str, Any]) -> bool:
+    """A view another engine wrote (materialized views are not served as views)."""
+    return table_kind(table) == "VIRTUAL_VIEW" and not glue_views.is_materialized_view(table)
+
+
+def _landed(get_table: Callable[[str, str], dict[str, Any] | None], swap: PointerSwap) -> bool:
+    """Whether the Glue table already points at ``swap.new``, after a create or update ran into a conflict.
+
+    botocore re-sends a CreateTable/UpdateTable whose reply timed out; when the first one landed, the
+    re-send meets it (AlreadyExists, or a stale VersionId on real Glue). Only this commit wrote
+    ``swap.new`` (a fresh UUID), so if the table points there the commit happened and is no conflict.
+    """
+    try:
+        table = get_table(swap.namespace, swap.name)
+    except ServiceUnavailable as exc:
+        raise CommitStateUnknown(f"Cannot tell whether the commit to {swap.name} landed; the state is unknown") from exc
+    return table is not None and (table.get("Parameters") or {}).get("metadata_location") == swap.new

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irc_proxy.backends.base import Backend, Capability
+from irc_proxy.backends.base import Backend, Capability, engine_views
 from irc_proxy.errors import NoSuchWarehouse, Unsupported
 from irc_proxy.handling.metadata import MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
@@ -31,7 +31,7 @@ class Catalog:
     ) -> Catalog:
         """Wire one catalog; without a view store it serves no views."""
         codec = NamespaceCodec(separator)
-        index: ViewIndex = CatalogViewIndex(view_store, name) if view_store else NoViews()
+        index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
         namespaces = Namespaces(backend, codec, index)
         tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads))
         views = None

@@ -1,5 +1,10 @@
 """View operations for one catalog, on the proxy's view store, with view metadata files written
-to the catalog's warehouse on every change (so register-view and direct readers work)."""
+to the catalog's warehouse on every change (so register-view and direct readers work).
+
+A backend with ``Capability.ENGINE_VIEWS`` also holds views other engines wrote (Glue VIRTUAL_VIEWs
+of Trino or Spark): they are listed after the stored views, load and exist like them, hold their
+names against creates and renames (409), and refuse changes (403): they are read-only here.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +19,8 @@ from pydantic import ValidationError
 from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 
-from irc_proxy.backends.base import Backend
-from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, NoSuchView, NotFound
+from irc_proxy.backends.base import Backend, EngineView, EngineViewSource, engine_views
+from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, Forbidden, NoSuchView, NotFound
 from irc_proxy.handling import view_commits as vc
 from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_version
 from irc_proxy.handling.namespaces import Namespaces
@@ -47,15 +52,34 @@ def no_such_view(ident: TableIdent) -> NoSuchView:
     return NoSuchView(f"View does not exist: {ident}")
 
 
-class CatalogViewIndex:
-    """The ViewIndex that tables and namespaces of one catalog consult."""
+def read_only(ident: TableIdent, view: EngineView) -> Forbidden:
+    dialects = ", ".join(r.root.dialect for v in view.metadata.versions for r in v.representations)
+    return Forbidden(
+        f"View {ident} is owned by another engine ({dialects}) in {view.origin} and is read-only through irc-proxy"
+    )
 
-    def __init__(self, store: ViewStore, catalog: str) -> None:
+
+async def engine_view_exists(engines: EngineViewSource | None, namespace: str, name: str) -> bool:
+    if engines is None:
+        return False
+    try:
+        return await engines.load_engine_view(namespace, name) is not None
+    except BadRequest:  # there, but unreadable: the name is still taken
+        return True
+
+
+class CatalogViewIndex:
+    """The ViewIndex that tables and namespaces of one catalog consult (stored and engine views)."""
+
+    def __init__(self, store: ViewStore, catalog: str, engines: EngineViewSource | None = None) -> None:
         self._store = store
         self._catalog = catalog
+        self._engines = engines
 
     async def view_exists(self, namespace: str, name: str) -> bool:
-        return await self._store.exists(self._catalog, namespace, name)
+        if await self._store.exists(self._catalog, namespace, name):
+            return True
+        return await engine_view_exists(self._engines, namespace, name)
 
     async def namespace_has_views(self, namespace: str) -> bool:
         return await self._store.any_in_namespace(self._catalog, namespace)
@@ -82,29 +106,75 @@ class Views:
         self._threads = threads
         self._tables = tables
         self._locks = KeyedLocks()
+        self._engines = engine_views(backend)
 
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
+        """Stored views, then engine views (tokens ``s:<store token>`` and ``e:<backend token>`` say where)."""
         flat = await self._namespaces.flat_existing(namespace)
 
-        async def fetch(token: str | None, limit: int) -> tuple[list[str], str | None]:
+        async def stored(token: str | None, limit: int) -> tuple[list[str], str | None]:
             return await self._store.list_names(self._catalog, flat, token, limit)
 
+        fetch = stored
+        if (engines := self._engines) is not None:
+
+            async def both(token: str | None, limit: int) -> tuple[list[str], str | None]:
+                source, _, rest = (token or "s:").partition(":")
+                if source == "s":
+                    names, next_token = await stored(rest or None, limit)
+                    return names, f"s:{next_token}" if next_token is not None else "e:"
+                if source == "e":
+                    listing = await engines.list_engine_views(flat, rest or None, limit)
+                    return listing.names, f"e:{listing.next_token}" if listing.next_token is not None else None
+                raise BadRequest(f"Invalid pageToken for views: {token!r}")
+
+            fetch = both
         found = await collect(fetch, page)
         return Page([TableIdent(namespace, name) for name in found.items], found.next_token)
 
+    async def _engine_view(self, flat: str, name: str) -> EngineView | None:
+        return None if self._engines is None else await self._engines.load_engine_view(flat, name)
+
+    async def _refuse_engine_view(self, flat: str, ident: TableIdent) -> None:
+        """Raise Forbidden if another engine owns the view ``ident``: it is read-only here."""
+        view = await self._engine_view(flat, ident.name)
+        if view is not None:
+            raise read_only(ident, view)
+
+    def _loaded_engine_view(self, view: EngineView) -> LoadedView:
+        """The engine view with its flat default namespace mapped to levels."""
+        versions = [
+            v.model_copy(update={"default_namespace": self._codec.from_flat(v.default_namespace[0])})
+            if len(v.default_namespace) == 1
+            else v
+            for v in view.metadata.versions
+        ]
+        return LoadedView(view.metadata_location, view.metadata.model_copy(update={"versions": versions}))
+
     async def _stored(self, ident: TableIdent) -> StoredView:
-        stored = await self._store.load(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
+        flat = self._codec.to_flat(ident.namespace)
+        stored = await self._store.load(self._catalog, flat, ident.name)
         if stored is None:
+            await self._refuse_engine_view(flat, ident)
             raise no_such_view(ident)
         return stored
 
     async def load(self, ident: TableIdent) -> LoadedView:
-        stored = await self._stored(ident)
-        return LoadedView(stored.metadata_location, stored.metadata)
+        flat = self._codec.to_flat(ident.namespace)
+        stored = await self._store.load(self._catalog, flat, ident.name)
+        if stored is not None:
+            return LoadedView(stored.metadata_location, stored.metadata)
+        engine_view = await self._engine_view(flat, ident.name)
+        if engine_view is None:
+            raise no_such_view(ident)
+        return self._loaded_engine_view(engine_view)
 
     async def exists(self, ident: TableIdent) -> None:
-        if not await self._store.exists(self._catalog, self._codec.to_flat(ident.namespace), ident.name):
+        flat = self._codec.to_flat(ident.namespace)
+        if not await self._store.exists(self._catalog, flat, ident.name) and not await engine_view_exists(
+            self._engines, flat, ident.name
+        ):
             raise no_such_view(ident)
 
     async def version_audit(self, ident: TableIdent) -> Sequence[tuple[int, str, str]]:
@@ -116,7 +186,9 @@ class Views:
 
     # Writing ----------------------------------------------------------------------------
     async def _check_free(self, flat: str, ident: TableIdent) -> None:
-        if await self._store.exists(self._catalog, flat, ident.name):
+        if await self._store.exists(self._catalog, flat, ident.name) or await engine_view_exists(
+            self._engines, flat, ident.name
+        ):
             raise AlreadyExists(f"View already exists: {ident}")
         if await self._tables.occupied(flat, ident.name):
             raise AlreadyExists(f"Table with same name already exists: {ident}")
@@ -168,18 +240,23 @@ class Views:
         raise CommitFailed(f"Commit failed: view {ident} is being changed concurrently; retry later")
 
     async def drop(self, ident: TableIdent) -> None:
+        flat = self._codec.to_flat(ident.namespace)
         try:
-            await self._store.drop(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
+            await self._store.drop(self._catalog, flat, ident.name)
         except NoSuchView:
+            await self._refuse_engine_view(flat, ident)
             raise no_such_view(ident) from None
 
     async def rename(self, source: TableIdent, target: TableIdent) -> None:
         validate_name(target.name, "view")
         source_flat = self._codec.to_flat(source.namespace)
         if not await self._store.exists(self._catalog, source_flat, source.name):
+            await self._refuse_engine_view(source_flat, source)
             raise no_such_view(source)
         target_flat = await self._namespaces.flat_existing(target.namespace)
-        if await self._store.exists(self._catalog, target_flat, target.name):
+        if await self._store.exists(self._catalog, target_flat, target.name) or await engine_view_exists(
+            self._engines, target_flat, target.name
+        ):
             raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists")
         if await self._tables.occupied(target_flat, target.name):
             raise AlreadyExists(f"Cannot rename {source} to {target}. Table already exists")

@@ -16,6 +16,11 @@ then fails with ``NoClassDefFoundError``.
 all relocated with Debian's jarjar. :func:`missing_classes` checks the result by reading the
 constant pools of the class files: the bar is zero unresolved shaded classes.
 
+:func:`ensure_s3a_jars` supplies S3A for ``s3://`` warehouses (no PyPI package ships Iceberg's
+``iceberg-aws-bundle``): ``hadoop-aws-3.3.1.jar`` and ``aws-java-sdk-bundle-1.11.901.jar`` from the
+``sagemaker-pyspark==1.4.5`` sdist. That package pins ``pyspark==3.3.0``, so it is never installed:
+``pip download`` fetches the sdist and the two jars are extracted into the cache.
+
 Run ``python tests/e2e/spark_jars.py`` to build the jars and print the check.
 """
 
@@ -28,6 +33,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -36,6 +42,7 @@ from pathlib import Path
 __all__ = [
     "RUNTIME_JAR_NAME",
     "SHIM_JAR_NAME",
+    "ensure_s3a_jars",
     "ensure_spark_jars",
     "missing_classes",
     "pyspark_jars",
@@ -48,6 +55,9 @@ SHIM_JAR_NAME = "iceberg-1.10.2-shaded-deps-shim-v1.jar"
 
 DEFAULT_CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "spark-jars"
 SHADED_PREFIX = "org/apache/iceberg/shaded/"
+
+S3A_SDIST = "sagemaker-pyspark==1.4.5"
+S3A_JAR_NAMES = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
 
 _JAVA_DIR = Path("/usr/share/java")
 # Debian jar -> the package that ships it.
@@ -184,6 +194,37 @@ def ensure_spark_jars(cache_dir: Path | None = None) -> list[Path]:
             raise RuntimeError(f"jarjar output {out} lacks {expected}")
         os.replace(out, shim)
     return [runtime, shim]
+
+
+def ensure_s3a_jars(cache_dir: Path | None = None) -> list[Path]:
+    """Return ``[hadoop-aws, aws-java-sdk-bundle]`` for ``spark.jars``, fetching them if needed.
+
+    Both come from the ``S3A_SDIST`` sdist (``deps/jars/``), downloaded with pip (no install, no
+    dependencies) into a private temporary directory; each jar is moved into ``cache_dir`` with an
+    atomic rename. Raises RuntimeError when the sdist cannot be fetched.
+    """
+    cache = (cache_dir or DEFAULT_CACHE_DIR).resolve()
+    jars = [cache / name for name in S3A_JAR_NAMES]
+    if all(jar.is_file() for jar in jars):
+        return jars
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".s3a-", dir=cache) as tmp_name:
+        tmp = Path(tmp_name)
+        pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+        _run([*pip, "--dest", str(tmp), S3A_SDIST])
+        (sdist,) = tmp.glob("*.tar.gz")
+        with tarfile.open(sdist) as archive:
+            members = {Path(m.name).name: m for m in archive.getmembers() if "/deps/jars/" in m.name}
+            for jar in jars:
+                member = members.get(jar.name)
+                source = archive.extractfile(member) if member is not None else None
+                if source is None:
+                    raise RuntimeError(f"{sdist.name} does not ship deps/jars/{jar.name}")
+                part = tmp / jar.name
+                with source, part.open("wb") as out:
+                    shutil.copyfileobj(source, out)
+                os.replace(part, jar)
+    return jars
 
 
 def _run(cmd: list[str]) -> None:
@@ -349,6 +390,8 @@ def main() -> int:
     for name in sorted(missing):
         print(f"missing: {name}")
     print(f"missing classes: {len(missing)}")
+    for jar in ensure_s3a_jars():
+        print(jar)
     return 1 if missing else 0
 
 
