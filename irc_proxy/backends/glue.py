@@ -198,7 +198,11 @@ class GlueBackend:
         await self._run(drop)
 
     # Tables -----------------------------------------------------------------------------
-    async def list_tables(self, namespace: str, token: str | None, limit: int) -> Listing:
+    async def _glue_tables(
+        self, namespace: str, token: str | None, limit: int, keep: Callable[[Mapping[str, Any]], bool]
+    ) -> Listing:
+        """One page of GetTables, keeping the entries ``keep`` accepts."""
+
         def fetch(kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
             with aws_errors("GetTables"):
                 try:
@@ -210,7 +214,10 @@ class GlueBackend:
             return page.get("TableList", []), page.get("NextToken") or None
 
         tables, next_token = await self._run(_glue_page, fetch, {}, token, limit)
-        return Listing([t["Name"] for t in tables if self._listed(t)], next_token)
+        return Listing([t["Name"] for t in tables if keep(t)], next_token)
+
+    async def list_tables(self, namespace: str, token: str | None, limit: int) -> Listing:
+        return await self._glue_tables(namespace, token, limit, self._listed)
 
     def _listed(self, table: Mapping[str, Any]) -> bool:
         kind = table_kind(table)
@@ -311,18 +318,7 @@ class GlueBackend:
 
     # Engine views (Capability.ENGINE_VIEWS): VIRTUAL_VIEWs of Trino, Spark, Hive, read-only -------
     async def list_engine_views(self, namespace: str, token: str | None, limit: int) -> Listing:
-        def fetch(kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
-            with aws_errors("GetTables"):
-                try:
-                    page = self._glue.get_tables(DatabaseName=namespace, **kwargs, **self._catalog)
-                except ClientError as exc:
-                    if error_code(exc) == "EntityNotFoundException":
-                        raise NoSuchNamespace(namespace) from exc
-                    raise
-            return page.get("TableList", []), page.get("NextToken") or None
-
-        tables, next_token = await self._run(_glue_page, fetch, {}, token, limit)
-        return Listing([t["Name"] for t in tables if _is_engine_view(t)], next_token)
+        return await self._glue_tables(namespace, token, limit, _is_engine_view)
 
     async def load_engine_view(self, namespace: str, name: str) -> EngineView | None:
         """The Glue view as Iceberg view metadata; ``metadata_location`` is ``glue://<catalog-id>/<db>/<table>?version=<VersionId>``."""
