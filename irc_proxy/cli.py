@@ -1,4 +1,4 @@
-"""Command line: ``irc-proxy serve``, ``irc-proxy check-config``."""
+"""Command line: ``irc-proxy serve``, ``check-config``, ``db upgrade|status``, ``auth hash-secret``."""
 
 from __future__ import annotations
 
@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         db_commands.add_parser(action, help=text).add_argument(
             "--config", metavar="FILE", help="TOML configuration file"
         )
+    auth = commands.add_parser("auth", help="authentication helpers")
+    auth_commands = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
+    hash_secret = auth_commands.add_parser(
+        "hash-secret", help="read a client secret from stdin and print its hash for auth.clients[].secret_hash"
+    )
+    hash_secret.add_argument("--generate", action="store_true", help="generate a new secret; print it and its hash")
     serve.add_argument("--host", help="override server.host")
     serve.add_argument("--port", type=int, help="override server.port")
     return parser
@@ -45,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``irc-proxy`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
+    if args.command == "auth":
+        return hash_client_secret(args.generate)
     try:
         settings = load_settings(args.config)
     except ConfigError as exc:
@@ -61,6 +69,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.config:
         os.environ[ENV_CONFIG_FILE] = args.config
     return serve(settings)
+
+
+def hash_client_secret(generate: bool) -> int:
+    """``irc-proxy auth hash-secret``: the secret comes from stdin (never the command line)."""
+    import getpass
+    import secrets
+
+    from irc_proxy.handling.authn import hash_secret
+
+    if generate:
+        secret = secrets.token_urlsafe(32)
+        print(f"secret: {secret}")
+        print(f"secret_hash: {hash_secret(secret)}")
+        return 0
+    secret = getpass.getpass("client secret: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\r\n")
+    if not secret:
+        print("irc-proxy: empty secret", file=sys.stderr)
+        return 2
+    print(hash_secret(secret))
+    return 0
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def database(settings: Settings, action: str) -> int:
@@ -105,6 +144,13 @@ def serve(settings: Settings) -> int:
     config.accesslog = None
     config.graceful_timeout = 10
     log.info("irc-proxy %s listening on http://%s:%d", __version__, settings.server.host, settings.server.port)
+    log.info("authentication: %s", settings.auth.mode)
+    if settings.auth.mode == "none" and not is_loopback(settings.server.host):
+        log.warning(
+            "auth.mode is none and the server listens on %s, beyond loopback: anyone who can reach it "
+            "may read and change every catalog (set auth.mode = oauth2 or oidc)",
+            settings.server.host,
+        )
     for name, catalog in settings.catalogs.items():
         log.info("catalog %r: backend %s, warehouse %s", name, catalog.kind, catalog.warehouse)
 

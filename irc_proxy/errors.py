@@ -9,6 +9,7 @@
     │   ├── NoSuchTable
     │   │   └── NotAnIcebergTable   the name is taken by a Hive/Delta/... table
     │   └── NoSuchView
+    ├── NotAuthenticated            no bearer token, or one that is invalid or expired
     ├── Forbidden                   the backend (or, later, the authorizer) refused
     ├── Unsupported                 the catalog cannot do this
     ├── Conflict
@@ -44,6 +45,10 @@ class InvalidArgument(BadRequest):
     Java clients rethrow a 400 whose type is ``IllegalArgumentException`` as that exception, with the
     server's message; any other 400 becomes ``BadRequestException("Malformed request: ...")``.
     """
+
+
+class NotAuthenticated(CatalogError):
+    """The caller sent no usable bearer token (missing, malformed, forged or expired)."""
 
 
 class NotFound(CatalogError):

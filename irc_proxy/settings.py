@@ -113,6 +113,60 @@ class GlueCatalogSettings(_Strict):
 
 
 CatalogSettings = Annotated[LocalCatalogSettings | GlueCatalogSettings, Field(discriminator="kind")]
+SigningAlgorithm = Literal["RS256", "ES256"]
+VerifyAlgorithm = Literal["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA"]
+
+
+class AuthClient(_Strict):
+    """A client of the ``oauth2`` mode's token endpoint; only a hash of its secret is configured."""
+
+    id: Annotated[str, Field(min_length=1, max_length=255)]
+    secret_hash: SecretStr
+    principal: str = ""
+    roles: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _principal_defaults_to_id(self) -> AuthClient:
+        if not self.secret_hash.get_secret_value().startswith("scrypt$"):
+            raise ValueError("secret_hash: not a hash from `irc-proxy auth hash-secret`")
+        if not self.principal:
+            object.__setattr__(self, "principal", self.id)
+        return self
+
+
+class OidcSettings(_Strict):
+    """The ``oidc`` mode: bearer tokens from an external issuer, verified against its JWKS."""
+
+    issuer: str = ""
+    audience: str = ""
+    algorithms: list[VerifyAlgorithm] = Field(default_factory=lambda: list[VerifyAlgorithm](["RS256", "ES256"]))
+    principal_claim: str = "sub"
+    roles_claim: str = "roles"
+    jwks_cache_seconds: Annotated[int, Field(ge=0, le=86_400)] = 3600
+    jwks_min_refresh_seconds: Annotated[int, Field(ge=0, le=3600)] = 30
+    timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 10.0
+
+
+class AuthSettings(_Strict):
+    """Who may call: ``none`` (everyone is ``anonymous``), ``oauth2`` (tokens issued here) or ``oidc``."""
+
+    mode: Literal["none", "oauth2", "oidc"] = "none"
+    issuer: str = "irc-proxy"
+    audience: str = "irc-proxy"
+    token_lifetime_seconds: Annotated[int, Field(ge=60, le=86_400 * 7)] = 3600
+    signing_algorithm: SigningAlgorithm = "RS256"
+    signing_key_file: str = ""
+    clients: list[AuthClient] = Field(default_factory=list)
+    oidc: OidcSettings = OidcSettings()
+
+    @model_validator(mode="after")
+    def _required(self) -> AuthSettings:
+        if self.mode == "oidc" and not (self.oidc.issuer and self.oidc.audience):
+            raise ValueError("auth.oidc.issuer and auth.oidc.audience are required with mode = oidc")
+        ids = [client.id for client in self.clients]
+        if len(ids) != len(set(ids)):
+            raise ValueError("auth.clients: client ids must be unique")
+        return self
 
 
 class Settings(_Strict):
@@ -122,6 +176,7 @@ class Settings(_Strict):
     default_catalog: str = ""
     server: ServerSettings = ServerSettings()
     state: StateSettings = StateSettings()
+    auth: AuthSettings = AuthSettings()
     catalogs: dict[str, CatalogSettings] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -22,6 +22,7 @@ STATUS: list[tuple[type[errors.CatalogError], int, str]] = [
     (errors.NotFound, 404, "NotFoundException"),
     (errors.InvalidArgument, 400, "IllegalArgumentException"),
     (errors.BadRequest, 400, "BadRequestException"),
+    (errors.NotAuthenticated, 401, "NotAuthorizedException"),
     (errors.Forbidden, 403, "ForbiddenException"),
     (errors.Unsupported, 406, "UnsupportedOperationException"),
     (errors.AlreadyExists, 409, "AlreadyExistsException"),

@@ -33,8 +33,13 @@ def catalog(request: Request) -> Catalog:
 
 
 def principal(request: Request) -> str:
-    """Who is calling (``anonymous`` until authentication is configured)."""
+    """Who is calling, as the authentication middleware found it (``anonymous`` with ``auth.mode = "none"``)."""
     return str(getattr(request.state, "principal", "anonymous"))
+
+
+def roles(request: Request) -> tuple[str, ...]:
+    """The caller's roles from its token (empty without authentication)."""
+    return tuple(getattr(request.state, "roles", ()))
 
 
 def decode_namespace(segment: str, separator: str) -> Namespace:

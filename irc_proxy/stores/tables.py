@@ -90,3 +90,14 @@ class ViewVersionLogRow(SQLModel, table=True):
     position: int = Field(primary_key=True)
     version_id: int
     timestamp_ms: int = Field(sa_type=BigInteger)
+
+
+class SigningKeyRow(SQLModel, table=True):
+    """A private key the ``oauth2`` mode signs tokens with, shared by every replica (the oldest is used)."""
+
+    __tablename__ = "auth_signing_key"
+
+    kid: str = Field(primary_key=True, max_length=128)
+    algorithm: str = Field(max_length=16)
+    private_pem: str = Field(sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,120 @@
+"""Authentication over HTTP: the bearer-token middleware, ``POST /v1/oauth/tokens`` and the JWKS.
+
+The middleware asks the lifespan's ``authenticator`` (``irc_proxy.handling.authn``) who a token
+names and puts the answer in ``scope["state"]`` (``principal``, ``roles``). Health, token and
+JWKS endpoints stay open. Tokens and secrets are never logged or echoed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from urllib.parse import parse_qs, unquote_plus
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from irc_proxy.errors import NotAuthenticated, ServiceUnavailable
+from irc_proxy.handling.authn import ANONYMOUS, Authenticator, TokenRequestError, TokenService
+from irc_proxy.http.errors import error_response
+from irc_proxy.http.responses import json_response
+
+TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
+JWKS_PATH = "/.well-known/jwks.json"
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", TOKEN_PATH, JWKS_PATH})
+_NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer`` header; pyiceberg's literal ``Bearer None`` is no token."""
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or token == "None":  # noqa: S105
+        return None
+    return token
+
+
+class Authentication:
+    """Refuse requests without a valid bearer token (when the mode requires one) with a 401."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        authenticator: Authenticator = state["authenticator"]
+        headers = dict(scope.get("headers") or [])
+        token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
+        principal = ANONYMOUS
+        try:
+            if token is not None:
+                principal = await authenticator.authenticate(token)
+            elif authenticator.required:
+                raise NotAuthenticated("Authentication required: send an OAuth2 bearer token")
+        except NotAuthenticated as exc:
+            challenge = 'Bearer realm="irc-proxy"' + (', error="invalid_token"' if token else "")
+            response = error_response(Request(scope), 401, "NotAuthorizedException", exc.message)
+            response.headers["WWW-Authenticate"] = challenge
+            await response(scope, receive, send)
+            return
+        except ServiceUnavailable as exc:
+            await error_response(Request(scope), 503, "ServiceUnavailableException", exc.message)(scope, receive, send)
+            return
+        state["principal"] = principal.name
+        state["roles"] = principal.roles
+        await self.app(scope, receive, send)
+
+
+def _token_service(request: Request) -> TokenService:
+    service: TokenService = request.state.token_service
+    return service
+
+
+def _oauth_error(error: str, description: str) -> Response:
+    status = 401 if error == "invalid_client" else 400
+    headers = _NO_STORE | ({"WWW-Authenticate": 'Basic realm="irc-proxy"'} if status == 401 else {})
+    return json_response({"error": error, "error_description": description}, status, headers)
+
+
+def _basic_credentials(authorization: str) -> tuple[str, str] | None:
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        client_id, _, secret = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return unquote_plus(client_id), unquote_plus(secret)
+
+
+async def issue_token(request: Request) -> Response:
+    """``POST /v1/oauth/tokens`` (deprecated in the spec, still what pyiceberg and Spark call)."""
+    if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        return _oauth_error("invalid_request", "the body must be application/x-www-form-urlencoded")
+    try:
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode(), keep_blank_values=True).items()}
+    except UnicodeDecodeError:
+        return _oauth_error("invalid_request", "the body is not valid UTF-8")
+    client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
+    basic = _basic_credentials(request.headers.get("authorization", ""))
+    if basic is not None:
+        client_id, secret = basic
+    try:
+        body = await run_in_threadpool(
+            _token_service(request).issue, form.get("grant_type", ""), client_id, secret, form.get("scope", "")
+        )
+    except TokenRequestError as exc:
+        return _oauth_error(exc.error, exc.description)
+    return json_response(body, headers=_NO_STORE)
+
+
+async def jwks(request: Request) -> Response:
+    """The public keys tokens of this proxy are signed with (RFC 7517)."""
+    body = json.dumps(_token_service(request).jwks())
+    return Response(body, media_type="application/jwk-set+json", headers={"Cache-Control": "max-age=300"})

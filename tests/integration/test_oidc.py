@@ -1,0 +1,74 @@
+"""The oidc mode against a tiny real issuer: discovery, JWKS caching and key rotation, claims."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from joserfc.jwk import RSAKey
+
+from tests.support.oidc import OidcIssuer
+from tests.support.server import ProxyProcess
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[OidcIssuer]:
+    server = OidcIssuer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def proxy_oidc(tmp_path_factory: pytest.TempPathFactory, issuer: OidcIssuer) -> Iterator[ProxyProcess]:
+    config = (
+        f'[auth]\nmode = "oidc"\n[auth.oidc]\nissuer = "{issuer.url}"\naudience = "irc-proxy"\n'
+        'principal_claim = "email"\nroles_claim = "groups"\njwks_min_refresh_seconds = 0\n'
+    )
+    server = ProxyProcess(tmp_path_factory.mktemp("oidc"), config).start()
+    yield server
+    server.stop()
+
+
+def status(proxy: ProxyProcess, token: str) -> httpx.Response:
+    return httpx.get(f"{proxy.url}/v1/namespaces", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def test_token_from_the_issuer_is_accepted(proxy_oidc: ProxyProcess, issuer: OidcIssuer) -> None:
+    assert status(proxy_oidc, issuer.token(email="alice@example.com", groups=["eng"])).status_code == 200
+
+
+def test_wrong_audience_issuer_expiry_or_key_is_401(proxy_oidc: ProxyProcess, issuer: OidcIssuer) -> None:
+    forged = RSAKey.generate_key(2048, parameters={"kid": issuer.key.kid})
+    for token in (
+        issuer.token(audience="other", email="a@x"),
+        issuer.token(iss="http://evil.example", email="a@x"),
+        issuer.token(lifetime=-30, email="a@x"),
+        issuer.token(email="a@x", key=forged),
+        issuer.token(),  # no principal claim (email)
+    ):
+        response = status(proxy_oidc, token)
+        assert response.status_code == 401, response.text
+        assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_rotated_key_is_fetched_on_unknown_kid(proxy_oidc: ProxyProcess, issuer: OidcIssuer) -> None:
+    assert status(proxy_oidc, issuer.token(email="a@x")).status_code == 200
+    before = issuer.jwks_requests
+    assert status(proxy_oidc, issuer.token(email="a@x")).status_code == 200
+    assert issuer.jwks_requests == before  # cached
+    issuer.rotate()
+    assert status(proxy_oidc, issuer.token(email="a@x")).status_code == 200
+    assert issuer.jwks_requests == before + 1
+
+
+def test_oidc_mode_serves_no_token_endpoint(proxy_oidc: ProxyProcess) -> None:
+    response = httpx.post(f"{proxy_oidc.url}/v1/oauth/tokens", data={"grant_type": "client_credentials"})
+    assert response.status_code in (401, 404)
+
+
+def test_oidc_mode_requires_issuer_and_audience(tmp_path: Path) -> None:
+    server = ProxyProcess(tmp_path, '[auth]\nmode = "oidc"\n')
+    with pytest.raises(RuntimeError, match=r"auth.oidc.issuer and auth.oidc.audience are required"):
+        server.start()
