@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from irc_proxy.audit import Auditor
 from irc_proxy.backends.registry import create_backend
 from irc_proxy.handling.authn import (
     Authenticator,
@@ -26,6 +27,7 @@ from irc_proxy.handling.authn import (
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.oidc import OidcAuthenticator
 from irc_proxy.http import auth, meta
+from irc_proxy.http.audit import AuditTrail
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.middleware import DrainUnreadBody, RawPathRouting, RequestContext
 from irc_proxy.http.routes import OPERATIONS, catalog_routes
@@ -102,14 +104,18 @@ def create_app(settings: Settings) -> Starlette:
         state = open_state(settings)
         catalogs = build_catalogs(settings, threads, state)
         authenticator, token_service = build_authenticator(settings.auth, state)
+        auditor = Auditor.build(settings.audit, state)
+        auditor.start()
         try:
             yield {
                 "catalogs": catalogs,
                 "settings": settings,
                 "authenticator": authenticator,
                 "token_service": token_service,
+                "auditor": auditor,
             }
         finally:
+            await auditor.close()
             if isinstance(authenticator, OidcAuthenticator):
                 await authenticator.close()
             await catalogs.close()
@@ -129,6 +135,7 @@ def create_app(settings: Settings) -> Starlette:
         routes=routes,
         middleware=[
             Middleware(RequestContext),
+            Middleware(AuditTrail),
             Middleware(DrainUnreadBody),
             Middleware(RawPathRouting),
             Middleware(auth.Authentication),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import logging
 import os
 import signal
@@ -37,6 +38,16 @@ def _parser() -> argparse.ArgumentParser:
         db_commands.add_parser(action, help=text).add_argument(
             "--config", metavar="FILE", help="TOML configuration file"
         )
+    audit = commands.add_parser("audit", help="read the audit trail")
+    audit_commands = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
+    query = audit_commands.add_parser("query", help="print audit records, newest first")
+    query.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    query.add_argument("--since", metavar="ISO", help="records at or after this time (ISO 8601; UTC if no offset)")
+    query.add_argument("--until", metavar="ISO", help="records before this time")
+    query.add_argument("--principal", help="records of this principal")
+    query.add_argument("--object", metavar="PREFIX", help="records whose object path starts with PREFIX")
+    query.add_argument("--limit", type=int, default=100, help="at most N records (default 100)")
+    query.add_argument("--json", action="store_true", help="one JSON object per line")
     auth = commands.add_parser("auth", help="authentication helpers")
     auth_commands = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
     hash_secret = auth_commands.add_parser(
@@ -63,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "db":
         return database(settings, args.db_command)
+    if args.command == "audit":
+        return audit_query(settings, args)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     if overrides:
         settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
@@ -117,6 +130,59 @@ def database(settings: Settings, action: str) -> int:
             return 0 if current == head else 1
     finally:
         engine.dispose()
+    return 0
+
+
+def _utc(text: str | None) -> datetime.datetime | None:
+    if text is None:
+        return None
+    moment = datetime.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC)
+
+
+def audit_query(settings: Settings, args: argparse.Namespace) -> int:
+    """``irc-proxy audit query``: filter the ``audit_record`` table."""
+    import json
+
+    from sqlalchemy import select
+    from sqlmodel import col
+
+    from irc_proxy.stores.db import create_state_engine
+    from irc_proxy.stores.tables import AuditRecordRow
+
+    try:
+        since, until = _utc(args.since), _utc(args.until)
+    except ValueError as exc:
+        print(f"irc-proxy: --since/--until: {exc}", file=sys.stderr)
+        return 2
+    query = select(AuditRecordRow).order_by(col(AuditRecordRow.id).desc()).limit(max(args.limit, 0))
+    if since is not None:
+        query = query.where(col(AuditRecordRow.time) >= since)
+    if until is not None:
+        query = query.where(col(AuditRecordRow.time) < until)
+    if args.principal is not None:
+        query = query.where(col(AuditRecordRow.principal) == args.principal)
+    if args.object is not None:
+        query = query.where(col(AuditRecordRow.object).startswith(args.object, autoescape=True))
+    engine = create_state_engine(settings.state.database_url)
+    try:
+        with engine.connect() as conn:
+            rows = [row._mapping for row in conn.execute(query.with_only_columns(*AuditRecordRow.__table__.c))]  # type: ignore[attr-defined]
+    finally:
+        engine.dispose()
+    for row in rows:
+        moment = row["time"] if row["time"].tzinfo else row["time"].replace(tzinfo=datetime.UTC)
+        record = dict(row) | {"time": moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")}
+        if args.json:
+            print(json.dumps(record))
+        else:
+            where = f"{record['catalog'] or '-'}:{record['object'] or '-'}"
+            print(
+                f"{record['time']} {record['principal']} {record['operation']} {where} {record['decision']} "
+                f"{record['status']} {record['latency_ms']:.1f}ms id={record['request_id']}"
+            )
     return 0
 
 

@@ -169,6 +169,30 @@ class AuthSettings(_Strict):
         return self
 
 
+class AuditWebhookSettings(_Strict):
+    """The audit webhook sink: each record POSTed to ``url`` (empty = off)."""
+
+    url: str = ""
+    cloudevents: bool = True
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 5.0
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    backoff_seconds: Annotated[float, Field(ge=0, le=60)] = 0.5
+    queue_size: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+
+
+class AuditSettings(_Strict):
+    """The audit trail of catalog operations and its sinks."""
+
+    enabled: bool = True
+    database: bool = True
+    log: bool = False
+    queue_size: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    batch_size: Annotated[int, Field(ge=1, le=10_000)] = 500
+    flush_timeout_seconds: Annotated[float, Field(ge=0, le=300)] = 5.0
+    webhook: AuditWebhookSettings = AuditWebhookSettings()
+
+
 class Settings(_Strict):
     """All settings of one proxy process."""
 
@@ -177,6 +201,7 @@ class Settings(_Strict):
     server: ServerSettings = ServerSettings()
     state: StateSettings = StateSettings()
     auth: AuthSettings = AuthSettings()
+    audit: AuditSettings = AuditSettings()
     catalogs: dict[str, CatalogSettings] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -22,7 +22,9 @@ def _find(request: Request, warehouse: str | None) -> Catalog:
 
 async def get_config(request: Request) -> Response:
     """``GET /v1/config?warehouse=``: the prefix and endpoints of the named (or default) catalog."""
+    request.state.audit_operation = "getConfig"
     catalog = _find(request, request.query_params.get("warehouse"))
+    request.state.audit_params = {"prefix": catalog.name}
     return json_response({"defaults": {}, "overrides": {"prefix": catalog.name}, "endpoints": endpoints_for(catalog)})
 
 

@@ -34,7 +34,15 @@ class Operation:
     def endpoint(self) -> str:
         return f"{self.method} {self.template}"
 
+    @property
+    def operation_id(self) -> str:
+        """The spec's operationId (``loadTable``), as audit records name the operation."""
+        name = self.handler.__name__
+        head, *rest = name.split("_")
+        return _OPERATION_IDS.get(name, head + "".join(part.title() for part in rest))
 
+
+_OPERATION_IDS = {"load_namespace": "loadNamespaceMetadata", "commit_table": "updateTable"}
 NS = "/v1/{prefix}/namespaces/{namespace}"
 TABLE = NS + "/tables/{table}"
 VIEW = NS + "/views/{view}"
@@ -83,6 +91,7 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         operation = handlers.get(request.method)
         if operation is None:
             raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
+        request.state.audit_operation, request.state.audit_params = operation.operation_id, dict(request.path_params)
         if operation.needs is not None and not operation.needs(catalog(request)):
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
         return await operation.handler(request)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Integer, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, DateTime, ForeignKey, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 
@@ -101,3 +101,23 @@ class SigningKeyRow(SQLModel, table=True):
     algorithm: str = Field(max_length=16)
     private_pem: str = Field(sa_type=Text)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class AuditRecordRow(SQLModel, table=True):
+    """One catalog operation: who, what, on which object, the decision and the outcome. Append-only."""
+
+    __tablename__ = "audit_record"
+
+    id: int | None = Field(
+        default=None, sa_column=Column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True)
+    )
+    time: datetime = Field(sa_type=DateTime(timezone=True))
+    principal: str = Field(max_length=255)
+    operation: str = Field(max_length=64)
+    catalog: str | None = Field(default=None, max_length=255)
+    object: str | None = Field(default=None, max_length=1024)
+    decision: str = Field(max_length=16)
+    reason: str | None = Field(default=None, sa_type=Text)
+    status: int
+    request_id: str = Field(max_length=128)
+    latency_ms: float

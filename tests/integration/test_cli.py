@@ -51,9 +51,9 @@ def test_db_upgrade_and_status(tmp_path: Path) -> None:
     assert run("db", "status", env=env).returncode == 1
     upgraded = run("db", "upgrade", env=env)
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "empty -> 0002" in upgraded.stdout
+    assert "empty -> 0003" in upgraded.stdout
     status = run("db", "status", env=env)
-    assert status.returncode == 0 and "revision: 0002" in status.stdout
+    assert status.returncode == 0 and "revision: 0003" in status.stdout
 
 
 def test_serve_refuses_an_out_of_date_schema(tmp_path: Path) -> None:

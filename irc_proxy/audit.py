@@ -1,0 +1,232 @@
+"""The audit trail: one record per catalog operation, fanned out to sinks off the request path.
+
+``Auditor.submit`` never blocks and never raises: each sink that does I/O (the database, the
+webhook) has its own bounded queue drained by a background task; a full queue or a failing sink
+drops records, counts them and logs a warning, and never touches the request. The JSON log line
+is written directly (a logging call). ``close`` flushes what is queued, within a time limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import Engine, insert
+
+from irc_proxy.settings import AuditSettings, AuditWebhookSettings
+from irc_proxy.stores.tables import AuditRecordRow
+
+log = logging.getLogger("irc_proxy")
+audit_log = logging.getLogger("irc_proxy.audit")
+CLOUDEVENT_TYPE = "io.irc-proxy.audit"
+CLOUDEVENT_SOURCE = "irc-proxy"
+_WARN_EVERY_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    time: datetime
+    principal: str
+    operation: str
+    catalog: str | None
+    object: str | None
+    status: int
+    request_id: str
+    latency_ms: float
+    decision: str = "allowed"
+    reason: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self) | {"time": self.time.isoformat().replace("+00:00", "Z")}
+
+
+@dataclass
+class _Drops:
+    """Counts dropped records of one sink and logs a warning at most every few seconds."""
+
+    sink: str
+    count: int = 0
+    _last_warning: float = field(default=-_WARN_EVERY_SECONDS)
+
+    def add(self, n: int, why: str) -> None:
+        self.count += n
+        now = time.monotonic()
+        if now - self._last_warning >= _WARN_EVERY_SECONDS:
+            self._last_warning = now
+            log.warning("audit sink %s dropped %d record(s) (%s); %d dropped so far", self.sink, n, why, self.count)
+
+
+class _QueuedSink:
+    """A bounded queue and the task that drains it in batches through ``write``."""
+
+    name = "sink"
+
+    def __init__(self, queue_size: int, batch_size: int) -> None:
+        self.queue: asyncio.Queue[AuditRecord] = asyncio.Queue(queue_size)
+        self.batch_size = batch_size
+        self.drops = _Drops(self.name)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._drain(), name=f"audit-{self.name}")
+
+    def offer(self, record: AuditRecord) -> None:
+        try:
+            self.queue.put_nowait(record)
+        except asyncio.QueueFull:
+            self.drops.add(1, "queue full")
+
+    async def write(self, batch: Sequence[AuditRecord]) -> None:
+        raise NotImplementedError
+
+    async def _drain(self) -> None:
+        while True:
+            batch = [await self.queue.get()]
+            while len(batch) < self.batch_size and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            try:
+                await self.write(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.drops.add(len(batch), f"{type(exc).__name__}: {exc}")
+            finally:
+                for _ in batch:
+                    self.queue.task_done()
+
+    async def close(self, timeout: float) -> None:
+        """Wait (up to ``timeout``) for the queue to drain, then stop the task."""
+        if self._task is None:
+            return
+        try:
+            await asyncio.wait_for(self.queue.join(), timeout)
+        except TimeoutError:
+            self.drops.add(self.queue.qsize(), "shutdown before it was written")
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+class DatabaseSink(_QueuedSink):
+    """Batch-inserts into ``audit_record`` (in a worker thread)."""
+
+    name = "database"
+
+    def __init__(self, engine: Engine, queue_size: int, batch_size: int) -> None:
+        super().__init__(queue_size, batch_size)
+        self.engine = engine
+
+    def _insert(self, rows: list[dict[str, Any]]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(insert(AuditRecordRow), rows)
+
+    async def write(self, batch: Sequence[AuditRecord]) -> None:
+        await asyncio.to_thread(self._insert, [asdict(record) for record in batch])
+
+
+def cloudevent(record: AuditRecord) -> dict[str, Any]:
+    """A CloudEvents 1.0 event in the structured JSON format."""
+    return {
+        "specversion": "1.0",
+        "id": uuid.uuid4().hex,
+        "source": CLOUDEVENT_SOURCE,
+        "type": CLOUDEVENT_TYPE,
+        "time": record.as_json()["time"],
+        "subject": f"{record.catalog}/{record.object}" if record.object else record.catalog,
+        "datacontenttype": "application/json",
+        "data": record.as_json(),
+    }
+
+
+class WebhookSink(_QueuedSink):
+    """POSTs each record (a CloudEvent or the plain JSON record), retrying with exponential backoff."""
+
+    name = "webhook"
+
+    def __init__(
+        self, settings: AuditWebhookSettings, client: httpx.AsyncClient, sleep: Callable[[float], Any] = asyncio.sleep
+    ) -> None:
+        super().__init__(settings.queue_size, 1)
+        self.settings = settings
+        self.client = client
+        self.sleep = sleep
+
+    async def write(self, batch: Sequence[AuditRecord]) -> None:
+        for record in batch:
+            if self.settings.cloudevents:
+                body, content_type = cloudevent(record), "application/cloudevents+json"
+            else:
+                body, content_type = record.as_json(), "application/json"
+            await self._post(json.dumps(body).encode(), content_type)
+
+    async def _post(self, content: bytes, content_type: str) -> None:
+        headers = {"Content-Type": content_type} | {k: v.get_secret_value() for k, v in self.settings.headers.items()}
+        delay = self.settings.backoff_seconds
+        for attempt in range(1, self.settings.max_attempts + 1):
+            try:
+                response = await self.client.post(self.settings.url, content=content, headers=headers)
+                if response.status_code < 500 and response.status_code != 429:
+                    response.raise_for_status()
+                    return
+                problem = f"HTTP {response.status_code}"
+                if attempt == self.settings.max_attempts:
+                    response.raise_for_status()
+            except httpx.TransportError as exc:
+                problem = f"{type(exc).__name__}"
+                if attempt == self.settings.max_attempts:
+                    raise
+            log.debug("audit webhook attempt %d failed (%s); retrying in %.2fs", attempt, problem, delay)
+            await self.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+    async def close(self, timeout: float) -> None:
+        await super().close(timeout)
+        await self.client.aclose()
+
+
+class Auditor:
+    """Where the request path hands over its records."""
+
+    def __init__(self, settings: AuditSettings, sinks: Sequence[_QueuedSink]) -> None:
+        self.settings = settings
+        self.sinks = list(sinks)
+
+    @classmethod
+    def build(cls, settings: AuditSettings, state: Engine) -> Auditor:
+        sinks: list[_QueuedSink] = []
+        if settings.enabled and settings.database:
+            sinks.append(DatabaseSink(state, settings.queue_size, settings.batch_size))
+        if settings.enabled and settings.webhook.url:
+            client = httpx.AsyncClient(timeout=settings.webhook.timeout_seconds)
+            sinks.append(WebhookSink(settings.webhook, client))
+        return cls(settings, sinks)
+
+    def start(self) -> None:
+        for sink in self.sinks:
+            sink.start()
+
+    def submit(self, record: AuditRecord) -> None:
+        """Hand a record to every sink; never blocks, never raises."""
+        if not self.settings.enabled:
+            return
+        try:
+            if self.settings.log:
+                audit_log.info("%s", json.dumps(record.as_json()))
+            for sink in self.sinks:
+                sink.offer(record)
+        except Exception:  # the request must not fail because of its audit record
+            log.exception("audit: could not submit a record")
+
+    async def close(self) -> None:
+        await asyncio.gather(*(sink.close(self.settings.flush_timeout_seconds) for sink in self.sinks))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

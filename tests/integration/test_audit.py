@@ -1,0 +1,212 @@
+"""The audit trail against real proxies: database records, the webhook sink (CloudEvents) and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from irc_proxy.handling.authn import hash_secret
+from tests.support.server import ProxyProcess, free_port
+
+SECRET = "audit-secret"
+SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+class Receiver(BaseHTTPRequestHandler):
+    events: ClassVar[list[tuple[str, dict[str, Any]]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Receiver.events.append((self.headers["Content-Type"], json.loads(body)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/events"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory, webhook: str) -> Iterator[ProxyProcess]:
+    config = f'[audit]\nlog = true\n[audit.webhook]\nurl = "{webhook}"\ncloudevents = true\n'
+    server = ProxyProcess(tmp_path_factory.mktemp("audited"), config).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+    """oauth2, with a webhook nobody listens on (it must not slow or fail requests)."""
+    config = f'''
+[auth]
+mode = "oauth2"
+[[auth.clients]]
+id = "etl"
+secret_hash = "{hash_secret(SECRET)}"
+principal = "svc-etl"
+[audit.webhook]
+url = "http://127.0.0.1:{free_port()}/down"
+max_attempts = 3
+backoff_seconds = 0.2
+[audit]
+flush_timeout_seconds = 0.5
+'''
+    server = ProxyProcess(tmp_path_factory.mktemp("secured"), config).start()
+    yield server
+    server.stop()
+
+
+def records(proxy: ProxyProcess, request_id: str, wait: float = 10.0) -> list[dict[str, Any]]:
+    """The audit rows of one request id, once the background writer has stored them."""
+    engine = sa.create_engine(f"sqlite:///{proxy.workdir / 'data' / 'state.db'}")
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            with engine.connect() as conn:
+                rows = conn.execute(sa.text("select * from audit_record where request_id = :r"), {"r": request_id})
+                found = [dict(row._mapping) for row in rows]
+            if found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+    finally:
+        engine.dispose()
+
+
+def one(proxy: ProxyProcess, response: httpx.Response) -> dict[str, Any]:
+    found = records(proxy, response.headers["x-request-id"])
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_allowed_calls_are_recorded_with_operation_object_and_status(audited: ProxyProcess) -> None:
+    ns = f"audit_{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=audited.url, timeout=30) as client:
+        created = client.post("/v1/local/namespaces", json={"namespace": [ns, "sales"]})
+        assert created.status_code == 200
+        table = client.post(f"/v1/local/namespaces/{ns}%1Fsales/tables", json={"name": "orders", "schema": SCHEMA})
+        assert table.status_code == 200, table.text
+        loaded = client.get(f"/v1/local/namespaces/{ns}%1Fsales/tables/orders")
+        missing = client.get(f"/v1/namespaces/{ns}%1Fsales/tables/nope", headers={"X-Request-Id": "mine-404"})
+        conflict = client.post("/v1/local/namespaces", json={"namespace": [ns, "sales"]})
+        config = client.get("/v1/config")
+        health = client.get("/healthz")
+    assert (missing.status_code, conflict.status_code) == (404, 409)
+
+    record = one(audited, loaded)
+    assert record["principal"] == "anonymous" and record["operation"] == "loadTable"
+    assert record["catalog"] == "local" and record["object"] == f"{ns}.sales.orders"
+    assert record["status"] == 200 and record["decision"] == "allowed" and record["reason"] is None
+    assert record["latency_ms"] > 0
+    assert one(audited, table)["operation"] == "createTable" and one(audited, table)["object"] == f"{ns}.sales"
+    gone = one(audited, missing)
+    assert gone["request_id"] == "mine-404" and gone["status"] == 404 and gone["catalog"] == "local"
+    assert (gone["operation"], gone["object"]) == ("loadTable", f"{ns}.sales.nope")
+    clash = one(audited, conflict)
+    assert (clash["operation"], clash["status"], clash["object"]) == ("createNamespace", 409, None)
+    assert one(audited, config)["operation"] == "getConfig"
+    assert records(audited, health.headers["x-request-id"], wait=0.5) == []
+    line = next(
+        text
+        for text in audited.log().splitlines()
+        if loaded.headers["x-request-id"] in text and "irc_proxy.audit" in text
+    )
+    assert json.loads(line.split("irc_proxy.audit ", 1)[1])["operation"] == "loadTable"
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        events = {event["data"]["request_id"]: (kind, event) for kind, event in Receiver.events}
+        if loaded.headers["x-request-id"] in events:
+            break
+        time.sleep(0.05)
+    kind, event = events[loaded.headers["x-request-id"]]
+    assert kind == "application/cloudevents+json"
+    assert event["specversion"] == "1.0" and event["type"] == "io.irc-proxy.audit" and event["id"]
+    assert event["source"] == "irc-proxy" and event["data"]["object"] == f"{ns}.sales.orders"
+
+
+def test_oauth2_principal_is_recorded_and_a_down_webhook_costs_nothing(secured: ProxyProcess) -> None:
+    token = httpx.post(
+        f"{secured.url}/v1/oauth/tokens",
+        data={"grant_type": "client_credentials", "client_id": "etl", "client_secret": SECRET},
+        timeout=30,
+    ).json()["access_token"]
+    with httpx.Client(base_url=secured.url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
+        client.get("/v1/namespaces")
+        started = time.monotonic()
+        responses = [client.get("/v1/namespaces") for _ in range(20)]
+        elapsed = time.monotonic() - started
+        unauthenticated = httpx.get(f"{secured.url}/v1/namespaces", timeout=30)
+    assert all(r.status_code == 200 for r in responses)
+    assert elapsed < 5, elapsed  # each failed delivery retries for ~0.6 s; none of it is on the request path
+    record = one(secured, responses[-1])
+    assert (record["principal"], record["operation"], record["status"]) == ("svc-etl", "listNamespaces", 200)
+    assert unauthenticated.status_code == 401
+    assert records(secured, unauthenticated.headers["x-request-id"], wait=0.5) == []
+
+
+def cli(proxy: ProxyProcess, *args: str) -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "irc_proxy", "audit", "query", "--config", str(proxy.config_path), "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_cli_query_filters(tmp_path: Path) -> None:
+    ns = f"q_{uuid.uuid4().hex[:8]}"
+    proxy = ProxyProcess(tmp_path).start()
+    try:
+        with httpx.Client(base_url=proxy.url, timeout=30) as client:
+            client.post("/v1/namespaces", json={"namespace": [ns]})
+            client.post(f"/v1/namespaces/{ns}/tables", json={"name": "t1", "schema": SCHEMA})
+            client.get(f"/v1/namespaces/{ns}/tables/t1")
+            client.get("/v1/namespaces/other_ns")
+    finally:
+        proxy.stop()  # records still queued are flushed on shutdown
+    everything = cli(proxy)
+    assert [r["operation"] for r in everything] == [
+        "loadNamespaceMetadata",
+        "loadTable",
+        "createTable",
+        "createNamespace",
+    ]
+    assert [r["operation"] for r in cli(proxy, "--object", ns)] == ["loadTable", "createTable"]
+    assert len(cli(proxy, "--limit", "2")) == 2
+    assert cli(proxy, "--principal", "someone-else") == []
+    assert len(cli(proxy, "--principal", "anonymous")) == 4
+    middle = everything[2]["time"]
+    assert [r["operation"] for r in cli(proxy, "--since", middle)][-1] == "createTable"
+    assert [r["operation"] for r in cli(proxy, "--until", middle)] == ["createNamespace"]
+    assert cli(proxy, "--since", "2999-01-01T00:00:00+00:00") == []
+    text = subprocess.run(
+        [sys.executable, "-m", "irc_proxy", "audit", "query", "--config", str(proxy.config_path), "--limit", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "loadNamespaceMetadata" in text.stdout and "404" in text.stdout
