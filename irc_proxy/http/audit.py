@@ -11,7 +11,7 @@ import time
 from typing import Any
 from urllib.parse import unquote_plus
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.audit import Auditor, AuditRecord, now
 from irc_proxy.errors import BadRequest
@@ -34,7 +34,10 @@ def object_path(params: dict[str, Any], separator: str) -> str | None:
 
 
 class AuditTrail:
-    """Times the request and hands its record to the lifespan's ``auditor`` (never blocking)."""
+    """Hands each request's record to the lifespan's ``auditor`` (never blocking).
+
+    The start time and status come from ``RequestContext``, which must wrap this middleware.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -43,17 +46,8 @@ class AuditTrail:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        status = 500
-
-        async def recording_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
         try:
-            await self.app(scope, receive, recording_send)
+            await self.app(scope, receive, send)
         finally:
             state = scope.get("state") or {}
             auditor: Auditor | None = state.get("auditor")
@@ -71,9 +65,9 @@ class AuditTrail:
                         operation=operation,
                         catalog=unquote_plus(prefix) if prefix is not None else getattr(catalogs, "default", None),
                         object=object_path(params, separator),
-                        status=status,
+                        status=int(state.get("status", 500)),
                         request_id=str(state.get("request_id", "")),
-                        latency_ms=(time.perf_counter() - started) * 1000,
+                        latency_ms=(time.perf_counter() - state.get("started", time.perf_counter())) * 1000,
                         decision=str(state.get("audit_decision", "allowed")),
                         reason=state.get("audit_reason"),
                     )

@@ -30,7 +30,8 @@ class RawPathRouting:
 
 
 class RequestContext:
-    """Give each request an id (``X-Request-Id``, kept if the client sent a sane one) and log it."""
+    """Give each request an id (``X-Request-Id``, kept if the client sent a sane one), time it, note
+    its status in ``scope["state"]`` and log it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -41,14 +42,13 @@ class RequestContext:
             return
         sent = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
         request_id = sent if 0 < len(sent) <= 128 and sent.isprintable() else uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
-        started = time.perf_counter()
-        status = 500
+        state = scope.setdefault("state", {})
+        # Inner middleware (the audit trail) reads the start time and status from the state.
+        state.update(request_id=request_id, started=time.perf_counter(), status=500)
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
             if message["type"] == "http.response.start":
-                status = message["status"]
+                state["status"] = message["status"]
                 message.setdefault("headers", [])
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode("latin-1"))]
             await send(message)
@@ -61,8 +61,8 @@ class RequestContext:
                 "%s %s %d %.1fms id=%s",
                 scope["method"],
                 raw_path.decode("latin-1"),
-                status,
-                (time.perf_counter() - started) * 1000,
+                state["status"],
+                (time.perf_counter() - state["started"]) * 1000,
                 request_id,
             )
 
