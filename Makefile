@@ -40,6 +40,13 @@ test: $(TEST_STAMP) system-deps
 	$(PY) -m tests.e2e.spark_jars >/dev/null
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## Run the side-by-side benchmarks: one table of ratios, benchmarks/results/latest.{json,png}.
+## BENCH_ARGS="--quick" for a smoke run, BENCH_ARGS="--only local_load" for one benchmark.
+bench: $(TEST_STAMP) system-deps
+	$(PIP) install --quiet -e ".[test,bench]"
+	$(PY) -m tests.e2e.spark_jars >/dev/null
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check irc_proxy tests benchmarks
 	$(VENV)/bin/ruff format --check irc_proxy tests benchmarks

@@ -14,7 +14,8 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from irc_proxy.audit import Auditor
-from irc_proxy.backends.registry import create_backend
+from irc_proxy.backends.registry import create_backend, create_credential_source
+from irc_proxy.backends.timing import timed
 from irc_proxy.handling.authn import (
     Authenticator,
     NoAuthentication,
@@ -24,15 +25,24 @@ from irc_proxy.handling.authn import (
     generate_signing_key,
     load_signing_key,
 )
+from irc_proxy.handling.authz import Authorizer
 from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.metadata import MetadataCache
 from irc_proxy.handling.oidc import OidcAuthenticator
-from irc_proxy.http import auth, meta
+from irc_proxy.handling.vending import Vending
+from irc_proxy.http import auth, credentials, meta
+from irc_proxy.http.admin import ADMIN_ROUTES
 from irc_proxy.http.audit import AuditTrail
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
-from irc_proxy.http.middleware import DrainUnreadBody, RawPathRouting, RequestContext
+from irc_proxy.http.idempotency import Idempotency
+from irc_proxy.http.metrics import RequestMetrics, metrics
+from irc_proxy.http.middleware import BodyLimit, DrainUnreadBody, RawPathRouting, RequestContext
 from irc_proxy.http.routes import OPERATIONS, catalog_routes
 from irc_proxy.settings import AuthSettings, Settings
-from irc_proxy.stores.db import create_state_engine, ensure_schema
+from irc_proxy.stores.audit_query import AuditReader
+from irc_proxy.stores.authz import AuthzStore
+from irc_proxy.stores.db import create_state_engine, ensure_schema, ping
+from irc_proxy.stores.idempotency import IdempotencyStore
 from irc_proxy.stores.keys import shared_signing_keys
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.views import ViewStore
@@ -50,11 +60,30 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
     """Create every configured catalog's backend and services."""
     view_store = ViewStore(state, threads)
     locks = CommitLocks(state)
+    server = settings.server  # one metadata cache (one byte budget) for all catalogs
+    metadata_cache = MetadataCache(server.metadata_cache_mb << 20, server.metadata_recheck_seconds)
     catalogs = {}
     for name, catalog_settings in settings.catalogs.items():
-        backend = create_backend(name, catalog_settings, threads, locks)
-        catalogs[name] = Catalog.build(name, backend, settings.server.namespace_separator, threads, view_store)
+        backend = timed(name, create_backend(name, catalog_settings, threads, locks))
+        sts = create_credential_source(catalog_settings, threads)
+        vending = Vending(name, sts.settings, backend.warehouse, sts) if sts is not None else None
+        separator = settings.server.namespace_separator
+        catalogs[name] = Catalog.build(name, backend, separator, threads, view_store, vending, metadata_cache)
     return Catalogs(catalogs, settings.default_catalog)
+
+
+def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
+    """What ``/readyz`` probes: the state database and every catalog's backend."""
+
+    async def state_database() -> None:
+        await threads.run(ping, state)
+
+    checks: dict[str, meta.ReadinessCheck] = {"state": state_database}
+    for catalog in catalogs.all():
+        ping_backend = getattr(catalog.backend, "ping", None)  # every backend should have one; none: not probed
+        if ping_backend is not None:
+            checks[f"catalog:{catalog.name}"] = ping_backend
+    return checks
 
 
 def signing_keys(settings: AuthSettings, state: Engine) -> list[SigningKey]:
@@ -70,13 +99,21 @@ def signing_keys(settings: AuthSettings, state: Engine) -> list[SigningKey]:
     return [load_signing_key(pem.encode(), algorithm) for _kid, pem in shared_signing_keys(state, algorithm, generate)]
 
 
-def build_authenticator(settings: AuthSettings, state: Engine) -> tuple[Authenticator, TokenService | None]:
+def build_authenticator(
+    settings: AuthSettings, state: Engine, store: AuthzStore
+) -> tuple[Authenticator, TokenService | None]:
     """The authenticator of ``auth.mode``, and the token service when the proxy issues tokens itself."""
     if settings.mode == "oauth2":
         keys = signing_keys(settings, state)
         clients = clients_from((c.id, c.secret_hash.get_secret_value(), c.principal, c.roles) for c in settings.clients)
         service = TokenService(
-            keys[0], keys, clients, settings.issuer, settings.audience, settings.token_lifetime_seconds
+            keys[0],
+            keys,
+            clients,
+            settings.issuer,
+            settings.audience,
+            settings.token_lifetime_seconds,
+            stored_secret=store.secret_hash,
         )
         return service, service
     if settings.mode == "oidc":
@@ -100,19 +137,34 @@ def create_app(settings: Settings) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        threads = ThreadRunner()
+        threads = ThreadRunner(settings.server.blocking_threads)
         state = open_state(settings)
         catalogs = build_catalogs(settings, threads, state)
-        authenticator, token_service = build_authenticator(settings.auth, state)
+        authz_store = AuthzStore(state, threads)
+        authenticator, token_service = build_authenticator(settings.auth, state, authz_store)
+        authorizer = Authorizer(
+            authz_store,
+            threads,
+            enabled=settings.auth.mode != "none" and settings.auth.authorization == "grants",
+            authenticated=settings.auth.mode != "none",
+            admins=settings.auth.admins,
+            cache_seconds=settings.auth.grants_cache_seconds,
+        )
         auditor = Auditor.build(settings.audit, state)
         auditor.start()
+        lifetime = settings.server.idempotency_key_lifetime
+        idempotency = IdempotencyStore(state, threads, lifetime) if lifetime else None
         try:
             yield {
                 "catalogs": catalogs,
                 "settings": settings,
                 "authenticator": authenticator,
+                "authorizer": authorizer,
+                "audit_reader": AuditReader(state, threads),
                 "token_service": token_service,
                 "auditor": auditor,
+                "idempotency": idempotency,
+                "readiness": readiness_checks(threads, state, catalogs),
             }
         finally:
             await auditor.close()
@@ -124,12 +176,16 @@ def create_app(settings: Settings) -> Starlette:
     routes = [
         Route("/v1/config", meta.get_config, methods=["GET"]),
         Route("/healthz", meta.healthz, methods=["GET"]),
+        Route("/v1/aws/s3/sign", credentials.sign_legacy, methods=["POST"]),
+        Route("/readyz", meta.readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         *(
             [Route(auth.TOKEN_PATH, auth.issue_token, methods=["POST"]), Route(auth.JWKS_PATH, auth.jwks)]
             if settings.auth.mode == "oauth2"
             else []
         ),
         *catalog_routes(OPERATIONS),
+        *ADMIN_ROUTES,
     ]
     return Starlette(
         routes=routes,
@@ -138,7 +194,10 @@ def create_app(settings: Settings) -> Starlette:
             Middleware(AuditTrail),
             Middleware(DrainUnreadBody),
             Middleware(RawPathRouting),
+            Middleware(RequestMetrics),
             Middleware(auth.Authentication),
+            Middleware(BodyLimit, limit=settings.server.max_body_bytes),
+            Middleware(Idempotency),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,

@@ -6,12 +6,13 @@ import argparse
 import asyncio
 import datetime
 import logging
+import math
 import os
 import signal
 import sys
 from collections.abc import Sequence
 
-from irc_proxy import __version__
+from irc_proxy import __version__, cli_admin
 from irc_proxy.settings import ENV_CONFIG_FILE, ConfigError, Settings, load_settings
 
 log = logging.getLogger("irc_proxy")
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--object", metavar="PREFIX", help="records whose object path starts with PREFIX")
     query.add_argument("--limit", type=int, default=100, help="at most N records (default 100)")
     query.add_argument("--json", action="store_true", help="one JSON object per line")
+    cli_admin.add_commands(commands)
     auth = commands.add_parser("auth", help="authentication helpers")
     auth_commands = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
     hash_secret = auth_commands.add_parser(
@@ -69,6 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"irc-proxy: {exc}", file=sys.stderr)
         return 2
+    if args.command != "serve":
+        return _run_command(settings, args)
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    if overrides:
+        settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
+    if args.config:
+        os.environ[ENV_CONFIG_FILE] = args.config
+    return serve(settings)
+
+
+def _run_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Every command but ``serve`` and ``auth`` (they need no settings or run differently)."""
     if args.command == "check-config":
         print(settings.model_dump_json(indent=2))
         return 0
@@ -76,12 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return database(settings, args.db_command)
     if args.command == "audit":
         return audit_query(settings, args)
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-    if overrides:
-        settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
-    if args.config:
-        os.environ[ENV_CONFIG_FILE] = args.config
-    return serve(settings)
+    return cli_admin.run(settings, args)
 
 
 def hash_client_secret(generate: bool) -> int:
@@ -146,35 +155,22 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
     """``irc-proxy audit query``: filter the ``audit_record`` table."""
     import json
 
-    from sqlalchemy import select
-    from sqlmodel import col
-
+    from irc_proxy.stores.audit_query import query_audit
     from irc_proxy.stores.db import create_state_engine
-    from irc_proxy.stores.tables import AuditRecordRow
 
     try:
         since, until = _utc(args.since), _utc(args.until)
     except ValueError as exc:
         print(f"irc-proxy: --since/--until: {exc}", file=sys.stderr)
         return 2
-    query = select(AuditRecordRow).order_by(col(AuditRecordRow.id).desc()).limit(max(args.limit, 0))
-    if since is not None:
-        query = query.where(col(AuditRecordRow.time) >= since)
-    if until is not None:
-        query = query.where(col(AuditRecordRow.time) < until)
-    if args.principal is not None:
-        query = query.where(col(AuditRecordRow.principal) == args.principal)
-    if args.object is not None:
-        query = query.where(col(AuditRecordRow.object).startswith(args.object, autoescape=True))
     engine = create_state_engine(settings.state.database_url)
     try:
-        with engine.connect() as conn:
-            rows = [row._mapping for row in conn.execute(query.with_only_columns(*AuditRecordRow.__table__.c))]  # type: ignore[attr-defined]
+        records = query_audit(
+            engine, since=since, until=until, principal=args.principal, object_prefix=args.object, limit=args.limit
+        )
     finally:
         engine.dispose()
-    for row in rows:
-        moment = row["time"] if row["time"].tzinfo else row["time"].replace(tzinfo=datetime.UTC)
-        record = dict(row) | {"time": moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")}
+    for record in records:
         if args.json:
             print(json.dumps(record))
         else:
@@ -192,6 +188,7 @@ def serve(settings: Settings) -> int:
     from hypercorn.config import Config
 
     from irc_proxy.app import create_app
+    from irc_proxy.logs import configure_logging
     from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
 
     engine = create_state_engine(settings.state.database_url)
@@ -202,13 +199,15 @@ def serve(settings: Settings) -> int:
         return 2
     finally:
         engine.dispose()
-    logging.basicConfig(
-        level=settings.server.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    server = settings.server
+    configure_logging(server.log_level, server.log_format)
     config = Config()
-    config.bind = [f"{settings.server.host}:{settings.server.port}"]
+    config.bind = [f"{server.host}:{server.port}"]
     config.accesslog = None
-    config.graceful_timeout = 10
+    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (text or JSON)
+    config.graceful_timeout = server.graceful_timeout_seconds
+    config.read_timeout = math.ceil(server.read_timeout_seconds)  # hypercorn wants whole seconds
+    config.keep_alive_timeout = server.keep_alive_timeout_seconds
     log.info("irc-proxy %s listening on http://%s:%d", __version__, settings.server.host, settings.server.port)
     log.info("authentication: %s", settings.auth.mode)
     if settings.auth.mode == "none" and not is_loopback(settings.server.host):
@@ -219,6 +218,13 @@ def serve(settings: Settings) -> int:
         )
     for name, catalog in settings.catalogs.items():
         log.info("catalog %r: backend %s, warehouse %s", name, catalog.kind, catalog.warehouse)
+    if server.workers > 1:  # processes sharing the sockets bound here; each builds the app (irc_proxy.asgi)
+        from hypercorn.run import run as run_workers
+
+        config.workers = server.workers
+        config.application_path = "irc_proxy.asgi:app"
+        log.info("serving with %d worker processes", server.workers)
+        return int(run_workers(config))
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -12,6 +12,7 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -39,10 +40,28 @@ class ServerSettings(_Strict):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8181
     workers: Annotated[int, Field(ge=1, le=256)] = 1
+    blocking_threads: Annotated[int, Field(ge=1, le=1024)] = 32
+    metadata_cache_mb: Annotated[int, Field(ge=0, le=65_536)] = 64
+    metadata_recheck_seconds: Annotated[float, Field(ge=0, le=86_400)] = 10.0
     namespace_separator: str = ":"
     default_page_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
     max_page_size: Annotated[int, Field(ge=1, le=100_000)] = 10_000
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["text", "json"] = "text"
+    max_body_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
+    read_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    keep_alive_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    graceful_timeout_seconds: Annotated[float, Field(ge=0, le=3600)] = 30.0
+    readiness_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 2.0
+    idempotency_key_lifetime: timedelta = timedelta(minutes=30)
+    """ISO-8601 duration (``PT30M``) advertised in ``/v1/config``; ``PT0S`` turns Idempotency-Key support off."""
+
+    @field_validator("idempotency_key_lifetime")
+    @classmethod
+    def _whole_non_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0) or value.microseconds:
+            raise ValueError("must be a non-negative whole number of seconds, e.g. PT30M")
+        return value
 
     @field_validator("namespace_separator")
     @classmethod
@@ -61,6 +80,50 @@ class StateSettings(_Strict):
     auto_upgrade: bool = False
 
 
+def _comma_list(value: object) -> object:
+    return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+
+class VendingSettings(_Strict):
+    """Storage access delegation for a catalog's tables: STS-vended credentials and remote signing.
+
+    Credentials come from ``AssumeRole`` on ``role_arn`` with an inline session policy scoped to one
+    table's locations; the proxy calls STS with the catalog's own AWS credentials (a Glue catalog's
+    keys or role, else the default AWS credential chain).
+    """
+
+    role_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$")]
+    external_id: SecretStr | None = None
+    duration_seconds: Annotated[int, Field(ge=900, le=43_200)] = 3600
+    refresh_margin_seconds: Annotated[int, Field(ge=0, le=43_199)] = 600
+    """Cached credentials are handed out only while they have at least this long left."""
+    allowed_locations: list[str] = Field(default_factory=list)
+    """Storage prefixes tables may live under (empty: the catalog's warehouse)."""
+    sts_region: str = ""
+    sts_endpoint_url: str = ""
+    sts_max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    sts_backoff_seconds: Annotated[float, Field(ge=0, le=30)] = 0.2
+    session_tags: bool = True
+    s3_region: str = ""
+    s3_endpoint_url: str = ""
+    s3_path_style_access: bool = False
+    cache_entries: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+
+    @field_validator("allowed_locations", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _comma_list(value)
+
+    @model_validator(mode="after")
+    def _margin_below_duration(self) -> VendingSettings:
+        if self.refresh_margin_seconds >= self.duration_seconds:
+            raise ValueError("refresh_margin_seconds must be less than duration_seconds")
+        bad = [loc for loc in self.allowed_locations if "://" not in loc]
+        if bad:
+            raise ValueError(f"allowed_locations: not a URI with a scheme: {', '.join(bad)}")
+        return self
+
+
 class LocalCatalogSettings(_Strict):
     """The embedded catalog: pyiceberg's SQL catalog tables plus a file or object-store warehouse."""
 
@@ -68,6 +131,7 @@ class LocalCatalogSettings(_Strict):
     warehouse: str = ""
     database_url: str = ""
     description: str = ""
+    vending: VendingSettings | None = None
 
 
 class GlueCatalogSettings(_Strict):
@@ -94,6 +158,7 @@ class GlueCatalogSettings(_Strict):
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
     table_type_filter: list[str] = Field(default_factory=lambda: ["ICEBERG"])
+    vending: VendingSettings | None = None
 
     @field_validator("table_type_filter", mode="before")
     @classmethod
@@ -112,7 +177,69 @@ class GlueCatalogSettings(_Strict):
         return self
 
 
-CatalogSettings = Annotated[LocalCatalogSettings | GlueCatalogSettings, Field(discriminator="kind")]
+class RestUpstreamAuthSettings(_Strict):
+    """How the proxy authenticates to a remote REST catalog (``[catalogs.<name>.auth]``)."""
+
+    mode: Literal["none", "token", "oauth2", "sigv4"] = "none"
+    token: SecretStr | None = None
+    """``token``: a static bearer token."""
+    client_id: str = ""
+    client_secret: SecretStr | None = None
+    scope: str = "catalog"
+    token_endpoint: str = ""
+    """``oauth2``: empty = the upstream's ``oauth2-server-uri``, else ``<uri>/v1/oauth/tokens``."""
+    token_endpoint_auth_method: Literal["client_secret_post", "client_secret_basic"] = "client_secret_post"  # noqa: S105
+    refresh_margin_seconds: Annotated[float, Field(ge=0, le=3600)] = 60.0
+    signing_name: Literal["glue", "s3tables", "execute-api"] = "glue"
+    region: str = ""
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    session_token: SecretStr | None = None
+    role_arn: str = ""
+    role_external_id: SecretStr | None = None
+    role_session_name: str = "irc-proxy"
+    sts_endpoint_url: str = ""
+    forward_caller_token: bool = False
+    """Send the caller's own ``Authorization: Bearer`` header upstream instead of the proxy's credentials."""
+
+    @model_validator(mode="after")
+    def _required(self) -> RestUpstreamAuthSettings:
+        if self.mode == "token" and not self.token:
+            raise ValueError("auth.token is required with mode = token")
+        if self.mode == "oauth2" and not (self.client_id and self.client_secret):
+            raise ValueError("auth.client_id and auth.client_secret are required with mode = oauth2")
+        if self.mode == "sigv4" and not self.region:
+            raise ValueError("auth.region is required with mode = sigv4")
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            raise ValueError("auth.access_key_id and auth.secret_access_key must be set together")
+        return self
+
+
+class RestCatalogSettings(_Strict):
+    """A catalog federated to a remote Iceberg REST catalog (Polaris, Lakekeeper, Glue, S3 Tables, ...)."""
+
+    kind: Literal["rest"]
+    uri: Annotated[str, Field(pattern=r"^https?://")]
+    warehouse: str = ""
+    """Sent as ``/v1/config?warehouse=`` to the upstream (e.g. an account id for Glue, a bucket ARN for S3 Tables)."""
+    description: str = ""
+    connect_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    pool_size: Annotated[int, Field(ge=1, le=1024)] = 64
+    keepalive_expiry_seconds: Annotated[float, Field(ge=0, le=3600)] = 4.0
+    http2: bool = True
+    verify_tls: bool = True
+    ca_bundle: str = ""
+    nested_namespaces: Literal["auto", "native", "mapped"] = "auto"
+    """``mapped``: nested levels are stored upstream as one name joined by the separator; ``auto``: mapped for SigV4."""
+    view_warehouse: str = ""
+    """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
+    auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
+
+
+CatalogSettings = Annotated[
+    LocalCatalogSettings | GlueCatalogSettings | RestCatalogSettings, Field(discriminator="kind")
+]
 SigningAlgorithm = Literal["RS256", "ES256"]
 VerifyAlgorithm = Literal["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA"]
 
@@ -158,6 +285,13 @@ class AuthSettings(_Strict):
     signing_key_file: str = ""
     clients: list[AuthClient] = Field(default_factory=list)
     oidc: OidcSettings = OidcSettings()
+    authorization: Literal["grants", "none"] = "grants"
+    """``grants``: privileges come from roles and grants (admin API); ``none``: any authenticated caller may
+    use every catalog (the admin API stays admins-only)."""
+    admins: list[str] = Field(default_factory=list)
+    """Bootstrap administrators: principal names that hold every privilege and may use ``/management/v1``."""
+    grants_cache_seconds: Annotated[float, Field(ge=0, le=300)] = 2.0
+    """How long a replica may use a caller's grants before re-reading them (changes through this replica: at once)."""
 
     @model_validator(mode="after")
     def _required(self) -> AuthSettings:
@@ -221,6 +355,9 @@ class Settings(_Strict):
                         "database_url": catalog.database_url or f"sqlite:///{data / 'catalog.db'}",
                     }
                 )
+            elif isinstance(catalog, RestCatalogSettings):
+                views = (catalog.view_warehouse or (data / "warehouse" / name).as_uri()).rstrip("/")
+                catalogs[name] = catalog.model_copy(update={"view_warehouse": views})
             else:
                 catalogs[name] = catalog.model_copy(update={"warehouse": catalog.warehouse.rstrip("/")})
         default = self.default_catalog or next(iter(catalogs))
@@ -273,7 +410,7 @@ def _set_path(tree: dict[str, Any], path: list[str], value: str, env_key: str) -
 def _describe(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"] if part not in ("local", "glue")) or "(top level)"
+        key = ".".join(str(part) for part in error["loc"] if part not in ("local", "glue", "rest")) or "(top level)"
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key"

@@ -97,9 +97,10 @@ def aws_errors(operation: str, *, mutation_sent: bool = False) -> Iterator[None]
             raise BadRequest(f"{operation} rejected the input: {exc.response['Error'].get('Message', code)}") from exc
         raise
     except (ReadTimeoutError, ConnectionClosedError) as exc:
+        what = "timed out" if isinstance(exc, ReadTimeoutError) else "lost its connection"
         if mutation_sent:
-            raise CommitStateUnknown(f"{operation} timed out after it was sent; the commit state is unknown") from exc
-        raise ServiceUnavailable(f"{operation} timed out") from exc
+            raise CommitStateUnknown(f"{operation} {what} after it was sent; the commit state is unknown") from exc
+        raise ServiceUnavailable(f"{operation} {what}") from exc
     except (EndpointConnectionError, ConnectTimeoutError) as exc:
         raise ServiceUnavailable(f"The backend is unreachable for {operation}") from exc
     except ParamValidationError as exc:  # botocore checks the input against Glue's model before sending

@@ -77,6 +77,9 @@ class Backend(Protocol):
     async def close(self) -> None:
         """Release connections."""
 
+    async def ping(self) -> None:
+        """A cheap round trip to the backend's store (readiness). Raises ServiceUnavailable when it is unreachable."""
+
     def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
         """A FileIO that can read and write ``location`` (metadata files, purge)."""
 

@@ -79,6 +79,13 @@ class GlueBackend:
     async def close(self) -> None:
         self._glue.close()
 
+    async def ping(self) -> None:
+        def one_database() -> None:
+            with aws_errors("GetDatabases"):
+                self._glue.get_databases(MaxResults=1, **self._catalog)
+
+        await self._run(one_database)
+
     # FileIO for metadata files ------------------------------------------------------------
     def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
         """One FileIO per credential generation (assumed-role credentials rotate)."""

@@ -9,23 +9,53 @@ never lose a commit.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
 from pyiceberg.io import FileIO, load_file_io
-from sqlalchemy import Connection, Engine, Table, and_, delete, event, func, insert, or_, select, union, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    event,
+    func,
+    insert,
+    make_url,
+    or_,
+    select,
+    union,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
 from irc_proxy.dberrors import database_errors
-from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable
+from irc_proxy.errors import (
+    AlreadyExists,
+    CommitStateUnknown,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
+    NoSuchTable,
+    ServiceUnavailable,
+)
 from irc_proxy.threads import ThreadRunner
 
 T = TypeVar("T")
 EXISTS_MARKER = "exists"  # pyiceberg/JdbcCatalog's placeholder property for a namespace without properties
 TABLES = cast(Table, IcebergTables.__table__)
 NS_PROPS = cast(Table, IcebergNamespaceProperties.__table__)
+# Built once: building and looking up a select per call costs more than running it on SQLite.
+POINTER = select(TABLES.c.metadata_location).where(
+    TABLES.c.catalog_name == bindparam("catalog"),
+    TABLES.c.table_namespace == bindparam("namespace"),
+    TABLES.c.table_name == bindparam("name"),
+    or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
+)
 
 
 class LocalBackend:
@@ -38,13 +68,22 @@ class LocalBackend:
         self._name = catalog_name
         self._threads = threads
         # SqlCatalog creates (or finds) its tables; afterwards we use its engine directly.
-        self._engine: Engine = SqlCatalog(catalog_name, uri=database_url, warehouse=warehouse).engine
+        self._engine: Engine = SqlCatalog(
+            catalog_name, uri=_with_connect_timeout(database_url), warehouse=warehouse, pool_pre_ping="true"
+        ).engine
         if self._engine.dialect.name == "sqlite":
             event.listen(self._engine, "connect", _sqlite_pragmas)
+            self._engine.dispose()  # the connection SqlCatalog opened has no busy_timeout: open anew
         self._io = load_file_io({}, warehouse)
+        self._fast_reads = _fast_sqlite_reader(self._engine)
 
     async def close(self) -> None:
+        if self._fast_reads is not None:
+            self._fast_reads.close()
         self._engine.dispose()
+
+    async def ping(self) -> None:
+        await self._run(lambda conn: conn.execute(select(1)))
 
     def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
         return self._io
@@ -55,6 +94,27 @@ class LocalBackend:
     def _transaction(self, fn: Callable[[Connection], T]) -> T:
         with database_errors("Catalog database"), self._engine.connect() as conn, conn.begin():
             return fn(conn)
+
+    def _swap_transaction(self, fn: Callable[[Connection], None]) -> None:
+        """Like ``_transaction``, but losing the database while the COMMIT is in flight is CommitStateUnknown:
+        the swap may have landed, and a client told "unavailable" would delete the files it now references."""
+        committing = False
+        try:
+            with database_errors("Catalog database"), self._engine.connect() as conn, conn.begin():
+                fn(conn)
+                committing = True
+        except ServiceUnavailable as exc:
+            if committing:
+                raise CommitStateUnknown(
+                    "The catalog database connection failed while committing; the commit state is unknown"
+                ) from exc
+            raise
+
+    def _read_pointer(self, namespace: str, name: str) -> str | None:
+        """One SELECT, no explicit transaction (a single statement sees one consistent row)."""
+        with database_errors("Catalog database"), self._engine.connect() as conn:
+            row = conn.execute(POINTER, {"catalog": self._name, "namespace": namespace, "name": name}).first()
+        return None if row is None else str(row[0])
 
     # Namespaces --------------------------------------------------------------------------
     def _ns_names(self) -> Any:
@@ -174,11 +234,16 @@ class LocalBackend:
         return await self._run(query)
 
     async def load_table_pointer(self, namespace: str, name: str) -> str | None:
-        def query(conn: Connection) -> str | None:
-            row = conn.execute(select(TABLES.c.metadata_location).where(self._table(namespace, name))).first()
-            return None if row is None else str(row[0])
-
-        return await self._run(query)
+        """On SQLite, read on the event loop first: a thread hop costs more than the query, and a WAL
+        reader does not wait for writers. If the database is busy anyway, read in the thread pool."""
+        if self._fast_reads is not None:
+            try:
+                params = {"catalog": self._name, "namespace": namespace, "name": name}
+                row = self._fast_reads.execute(FAST_POINTER, params).fetchone()
+                return None if row is None else str(row[0])
+            except sqlite3.Error:
+                pass
+        return await self._threads.run(self._read_pointer, namespace, name)
 
     async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
         class _Lost(Exception):
@@ -207,7 +272,7 @@ class LocalBackend:
                     raise _Lost  # rolls the whole transaction back
 
         try:
-            await self._run(swap)
+            await self._threads.run(self._swap_transaction, swap)
         except (_Lost, IntegrityError):
             return False
         return True
@@ -241,6 +306,36 @@ class LocalBackend:
 def _keyset(names: list[str], limit: int) -> Listing:
     """``names`` was fetched with ``limit + 1``: the extra one tells whether a next page exists."""
     return Listing(names[:limit], names[limit - 1] if len(names) > limit else None)
+
+
+def _with_connect_timeout(url: str) -> str:
+    """PostgreSQL gets a 5 s connect timeout unless the URL sets one (as the state database does): an
+    unreachable database is a quick 503, not a request hanging on the operating system's TCP timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql" or "connect_timeout" in parsed.query:
+        return url
+    return parsed.update_query_dict({"connect_timeout": "5"}).render_as_string(hide_password=False)
+
+
+FAST_POINTER = (  # POINTER, for the raw sqlite3 connection
+    "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = :catalog AND table_namespace = :namespace "
+    "AND table_name = :name AND (iceberg_type IS NULL OR iceberg_type = 'TABLE')"
+)
+FAST_READ_BUSY_MS = 20
+
+
+def _fast_sqlite_reader(engine: Engine) -> sqlite3.Connection | None:
+    """An autocommit connection for event-loop reads of a SQLite file (None for other databases).
+
+    Its busy timeout is short: a read that would wait falls back to the thread pool instead of
+    blocking the event loop.
+    """
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    connection = sqlite3.connect(database, timeout=FAST_READ_BUSY_MS / 1000, check_same_thread=False)
+    connection.isolation_level = None  # autocommit: every SELECT sees the latest commit
+    return connection
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irc_proxy.backends.base import Backend
 from irc_proxy.settings import CatalogSettings
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.threads import ThreadRunner
+
+if TYPE_CHECKING:
+    from irc_proxy.backends.sts import StsCredentials
 
 Factory = Callable[[str, Any, ThreadRunner, CommitLocks], Backend]
 
@@ -28,9 +31,22 @@ def _glue(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -
     return backend
 
 
-BACKENDS: dict[str, Factory] = {"local": _local, "glue": _glue}
+def _rest(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -> Backend:
+    backend: Backend = import_module("irc_proxy.backends.rest").RestBackend(name, settings)
+    return backend
+
+
+BACKENDS: dict[str, Factory] = {"local": _local, "glue": _glue, "rest": _rest}
 
 
 def create_backend(name: str, settings: CatalogSettings, threads: ThreadRunner, locks: CommitLocks) -> Backend:
     """Build the backend for one configured catalog."""
     return BACKENDS[settings.kind](name, settings, threads, locks)
+
+
+def create_credential_source(settings: CatalogSettings, threads: ThreadRunner) -> StsCredentials | None:
+    """The STS client that vends a catalog's storage credentials (None without a ``vending`` table)."""
+    if getattr(settings, "vending", None) is None:
+        return None
+    source: StsCredentials | None = import_module("irc_proxy.backends.sts").sts_for(settings, threads)
+    return source

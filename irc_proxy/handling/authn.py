@@ -12,7 +12,7 @@ import hmac
 import secrets
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -120,6 +120,12 @@ def roles_from(value: Any) -> tuple[str, ...]:
     return ()
 
 
+TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105 (a grant type name)
+_EXCHANGEABLE_TYPES = frozenset(
+    {"urn:ietf:params:oauth:token-type:access_token", "urn:ietf:params:oauth:token-type:jwt"}
+)
+
+
 # The oauth2 mode --------------------------------------------------------------------------
 class TokenRequestError(Exception):
     """A token request is refused; ``error`` is the OAuth2 error code (RFC 6749 section 5.2)."""
@@ -153,7 +159,16 @@ class TokenService:
     audience: str
     lifetime_seconds: int
     required: bool = True
+    stored_secret: Callable[[str], str | None] | None = None
+    """Client secrets of principals created through the admin API (client id = principal name)."""
     _dummy_hash: str = field(default_factory=lambda: hash_secret(secrets.token_urlsafe(16)))
+
+    def _client(self, client_id: str) -> Client | None:
+        client = self.clients.get(client_id)
+        if client is None and self.stored_secret is not None:
+            hashed = self.stored_secret(client_id)
+            client = Client(client_id, hashed, client_id) if hashed else None
+        return client
 
     def issue(self, grant_type: str, client_id: str, client_secret: str, scope: str = "") -> dict[str, Any]:
         """The token response of the client-credentials grant (synchronous: scrypt is slow on purpose).
@@ -162,25 +177,49 @@ class TokenService:
             TokenRequestError: unsupported_grant_type, invalid_request or invalid_client.
         """
         if grant_type != "client_credentials":
-            raise TokenRequestError("unsupported_grant_type", "only the client_credentials grant is supported")
+            raise TokenRequestError(
+                "unsupported_grant_type", f"supported grants: client_credentials, {TOKEN_EXCHANGE_GRANT}"
+            )
         if not client_id or not client_secret:
             raise TokenRequestError("invalid_request", "client_id and client_secret are required")
-        client = self.clients.get(client_id)
+        client = self._client(client_id)
         # Hash even for an unknown client, so timing does not reveal which client ids exist.
         matches = verify_secret(client_secret, client.secret_hash if client else self._dummy_hash)
         if client is None or not matches:
             raise TokenRequestError("invalid_client", "unknown client or wrong secret")
+        return self._mint(client.principal, client.id, list(client.roles), scope)
+
+    def exchange(self, subject_token: str, subject_token_type: str, scope: str = "") -> dict[str, Any]:
+        """RFC 8693 token exchange of one of our own valid tokens for a fresh one (how Iceberg clients refresh).
+
+        Raises:
+            TokenRequestError: invalid_request (no subject token or an unknown type) or invalid_grant.
+        """
+        if subject_token_type not in _EXCHANGEABLE_TYPES:
+            raise TokenRequestError(
+                "invalid_request", f"subject_token_type must be one of {sorted(_EXCHANGEABLE_TYPES)}"
+            )
+        if not subject_token:
+            raise TokenRequestError("invalid_request", "subject_token is required")
+        try:
+            claims = self._verified(subject_token)
+        except NotAuthenticated as exc:
+            raise TokenRequestError("invalid_grant", exc.message) from None
+        roles = list(roles_from(claims.get("roles")))
+        return self._mint(str(claims.get("sub", "")), str(claims.get("client_id", "")), roles, scope)
+
+    def _mint(self, principal: str, client_id: str, roles: list[str], scope: str) -> dict[str, Any]:
         now = int(time.time())
         claims = {
             "iss": self.issuer,
-            "sub": client.principal,
+            "sub": principal,
             "aud": self.audience,
             "iat": now,
             "nbf": now,
             "exp": now + self.lifetime_seconds,
             "jti": uuid.uuid4().hex,
-            "client_id": client.id,
-            "roles": list(client.roles),
+            "client_id": client_id,
+            "roles": roles,
         }
         header = {"alg": self.signing.alg, "kid": self.signing.kid, "typ": "JWT"}
         token = jwt.encode(header, claims, self.signing, algorithms=[str(self.signing.alg)])
@@ -196,13 +235,17 @@ class TokenService:
         return {"keys": [key.as_dict(private=False) for key in self.keys]}
 
     async def authenticate(self, token: str) -> Principal:
+        claims = self._verified(token)
+        return Principal(str(claims.get("sub", "")), roles_from(claims.get("roles")))
+
+    def _verified(self, token: str) -> dict[str, Any]:
         algorithms = sorted({str(key.alg) for key in self.keys})
         try:
             decoded = jwt.decode(token, KeySet(list(self.keys)), algorithms=algorithms)
             verify_claims(decoded.claims, self.issuer, self.audience)
         except (JoseError, ValueError) as exc:
             raise NotAuthenticated(f"Invalid bearer token: {_reason(exc)}") from None
-        return Principal(str(decoded.claims.get("sub", "")), roles_from(decoded.claims.get("roles")))
+        return dict(decoded.claims)
 
 
 def clients_from(entries: Iterable[tuple[str, str, str, list[str]]]) -> dict[str, Client]:

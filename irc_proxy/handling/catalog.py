@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irc_proxy.backends.base import Backend, Capability, engine_views
+from irc_proxy.backends.rest import RestUpstream
 from irc_proxy.errors import NoSuchWarehouse, Unsupported
-from irc_proxy.handling.metadata import MetadataFiles
+from irc_proxy.handling.metadata import MetadataCache, MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import NamespaceCodec
+from irc_proxy.handling.remote import Federated
 from irc_proxy.handling.tables import Tables
+from irc_proxy.handling.vending import Vending
 from irc_proxy.handling.views import CatalogViewIndex, Views
 from irc_proxy.handling.views_index import NoViews, ViewIndex
 from irc_proxy.stores.views import ViewStore
@@ -24,20 +27,35 @@ class Catalog:
     namespaces: Namespaces
     tables: Tables
     views: Views | None
+    vending: Vending | None = None
+    """Storage access delegation (vended credentials, remote signing); None when not configured."""
+    remote: RestUpstream | None = None
+    """The remote REST catalog this prefix is federated to (``kind = "rest"``); None for the others."""
 
     @classmethod
     def build(
-        cls, name: str, backend: Backend, separator: str, threads: ThreadRunner, view_store: ViewStore | None = None
+        cls,
+        name: str,
+        backend: Backend,
+        separator: str,
+        threads: ThreadRunner,
+        view_store: ViewStore | None = None,
+        vending: Vending | None = None,
+        metadata_cache: MetadataCache | None = None,
     ) -> Catalog:
-        """Wire one catalog; without a view store it serves no views."""
+        """Wire one catalog; without a view store it serves no views. Catalogs may share one metadata cache."""
         codec = NamespaceCodec(separator)
+        remote = None
+        if isinstance(backend, Federated):  # a remote REST catalog: tables are forwarded to it
+            backend.use_separator(separator)
+            remote = backend.upstream
         index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
         namespaces = Namespaces(backend, codec, index)
-        tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads))
+        tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads, metadata_cache))
         views = None
         if view_store is not None:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)
-        return cls(name, backend, codec, namespaces, tables, views)
+        return cls(name, backend, codec, namespaces, tables, views, vending, remote)
 
     def require_views(self) -> Views:
         if self.views is None:

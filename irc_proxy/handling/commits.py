@@ -75,6 +75,8 @@ def _parse(adapter: TypeAdapter[Any], item: Any, kind: str, tag: str) -> Any:
             raise BadRequest(f"Unsupported {kind} {tag}: {item.get(tag)!r}") from None
         where = ".".join(str(p) for p in first["loc"][1:])
         raise BadRequest(f"Invalid {kind} {item.get(tag)!r}: {where}: {first['msg']}") from None
+    except (ValueError, TypeError, KeyError) as exc:  # pyiceberg's type validators raise KeyError for missing keys
+        raise BadRequest(f"Invalid {kind} {item.get(tag)!r}: {exc!s}") from None
 
 
 def is_create(requirements: Sequence[TableRequirement]) -> bool:

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from threading import Lock
+from urllib.parse import unquote, urlparse
 
 from pyiceberg.catalog import delete_data_files, delete_files
+from pyiceberg.exceptions import ValidationError as MetadataInvalid
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.serializers import FromInputFile, ToOutputFile
 from pyiceberg.table.metadata import TableMetadata
 
+from irc_proxy import metrics
 from irc_proxy.backends.base import Backend
 from irc_proxy.errors import BadRequest, NotFound
 from irc_proxy.threads import ThreadRunner
@@ -21,6 +27,10 @@ METADATA_PATH = "write.metadata.path"
 METADATA_CODEC = "write.metadata.compression-codec"
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 GC_ENABLED = "gc.enabled"
+DEFAULT_CACHE_BYTES = 64 << 20
+DEFAULT_RECHECK_SECONDS = 10.0
+PARSED_BYTES_PER_JSON_BYTE = 6
+"""A parsed ``TableMetadata`` takes about six times its JSON size in memory (tracemalloc, pyiceberg 0.12)."""
 
 
 def metadata_version(location: str) -> int:
@@ -37,56 +47,142 @@ def new_metadata_location(metadata: TableMetadata, version: int) -> str:
     return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}{suffix}"
 
 
+def local_path(location: str) -> str | None:
+    """The file-system path of a ``file:`` or absolute location; None for object stores."""
+    if location.startswith("file:"):
+        return unquote(urlparse(location).path)
+    return location if location.startswith("/") else None
+
+
+@dataclass(eq=False)
+class CachedMetadata:
+    """One metadata file, parsed, and its JSON as a LoadTableResult carries it (serialised once).
+
+    ``seen`` is when the file was last known to exist (``time.monotonic()``).
+    """
+
+    metadata: TableMetadata
+    json: bytes
+    seen: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def of(cls, metadata: TableMetadata) -> CachedMetadata:
+        return cls(metadata, metadata.model_dump_json().encode())
+
+    @property
+    def weight(self) -> int:
+        """Estimated bytes held: the JSON plus the parsed objects."""
+        return len(self.json) * (1 + PARSED_BYTES_PER_JSON_BYTE)
+
+
+class MetadataCache:
+    """Least-recently-used metadata files by location, bounded by estimated bytes (thread-safe).
+
+    Metadata files are immutable, so an entry never goes stale; a location is only dropped when
+    the budget needs room or the file turns out to be gone. One cache may serve several catalogs.
+    ``recheck_seconds``: how long an object-store file, once seen, is trusted to still exist.
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, recheck_seconds: float = DEFAULT_RECHECK_SECONDS) -> None:
+        self.max_bytes = max_bytes
+        self.recheck_seconds = recheck_seconds
+        self._entries: OrderedDict[str, CachedMetadata] = OrderedDict()
+        self._bytes = 0
+        self._lock = Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        """Estimated bytes held now."""
+        return self._bytes
+
+    def get(self, location: str) -> CachedMetadata | None:
+        with self._lock:
+            entry = self._entries.get(location)
+            if entry is not None:
+                self._entries.move_to_end(location)
+        (metrics.METADATA_CACHE_HITS if entry is not None else metrics.METADATA_CACHE_MISSES).inc()
+        return entry
+
+    def put(self, location: str, metadata: TableMetadata) -> CachedMetadata:
+        """Serialise ``metadata`` and keep it (unless it alone exceeds the budget)."""
+        entry = CachedMetadata.of(metadata)
+        if entry.weight > self.max_bytes:
+            return entry
+        with self._lock:
+            old = self._entries.pop(location, None)
+            if old is not None:
+                self._bytes -= old.weight
+            self._entries[location] = entry
+            self._bytes += entry.weight
+            while self._bytes > self.max_bytes:
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= evicted.weight
+        return entry
+
+    def discard(self, location: str) -> None:
+        with self._lock:
+            entry = self._entries.pop(location, None)
+            if entry is not None:
+                self._bytes -= entry.weight
+
+
 class MetadataFiles:
     """Reads and writes a catalog's table metadata files through its backend's FileIO."""
 
-    def __init__(self, backend: Backend, threads: ThreadRunner, cache_entries: int = 512) -> None:
+    def __init__(self, backend: Backend, threads: ThreadRunner, cache: MetadataCache | None = None) -> None:
         self._backend = backend
         self._threads = threads
-        self._cache: OrderedDict[str, TableMetadata] = OrderedDict()
-        self._cache_entries = cache_entries
-        self._lock = Lock()
+        self.cache = cache if cache is not None else MetadataCache()
 
     async def read(self, location: str, *, check_exists: bool = False) -> TableMetadata:
-        """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened.
+        """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened."""
+        return (await self.load(location, check_exists=check_exists)).metadata
 
-        With ``check_exists``, a cached file is only used while it still exists (one stat instead of a
-        read), so a load reports a metadata file that was deleted or moved, as Iceberg Java does.
+    async def load(self, location: str, *, check_exists: bool = False) -> CachedMetadata:
+        """The parsed file and its response JSON, from the cache when possible. Raises NotFound.
+
+        With ``check_exists``, a cached file is only used while it still exists, so a load reports a
+        metadata file that was deleted or moved, as Iceberg Java does: a local file is stat-ed on
+        every load (microseconds, on the event loop); an object-store file costs a HEAD request, so
+        it is trusted for ``cache.recheck_seconds`` after it was last seen.
         """
-        with self._lock:
-            cached = self._cache.get(location)
-            if cached is not None:
-                self._cache.move_to_end(location)
+        cached = self.cache.get(location)
         if cached is not None:
-            if not check_exists or await self._threads.run(self._exists, location):
+            if not check_exists or await self._still_exists(location, cached):
                 return cached
-            with self._lock:
-                self._cache.pop(location, None)
-        metadata = await self._threads.run(self._read, location)
-        self._remember(location, metadata)
-        return metadata
+            self.cache.discard(location)
+        return await self._threads.run(self._read, location)
 
-    def _exists(self, location: str) -> bool:
+    async def _still_exists(self, location: str, cached: CachedMetadata) -> bool:
+        path = local_path(location)
+        if path is not None:
+            return os.path.isfile(path)
+        now = time.monotonic()
+        if now - cached.seen < self.cache.recheck_seconds:
+            return True
+        if await self._threads.run(self._exists_remote, location):
+            cached.seen = now
+            return True
+        return False
+
+    def _exists_remote(self, location: str) -> bool:
         try:
             return self._backend.file_io(location, {}).new_input(location).exists()
         except OSError:
             return False  # re-read it: the read reports the error
 
-    def _read(self, location: str) -> TableMetadata:
+    def _read(self, location: str) -> CachedMetadata:
         io = self._backend.file_io(location, {})
         try:
-            return FromInputFile.table_metadata(io.new_input(location))
+            metadata = FromInputFile.table_metadata(io.new_input(location))
         except (FileNotFoundError, IsADirectoryError) as exc:
             raise NotFound(f"Failed to open input stream for file: {location}") from exc
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, MetadataInvalid) as exc:  # MetadataInvalid: not table metadata (a view's)
             raise BadRequest(f"Cannot read table metadata file {location}: {exc}") from exc
-
-    def _remember(self, location: str, metadata: TableMetadata) -> None:
-        with self._lock:
-            self._cache[location] = metadata
-            self._cache.move_to_end(location)
-            while len(self._cache) > self._cache_entries:
-                self._cache.popitem(last=False)
+        return self.cache.put(location, metadata)
 
     async def write(self, metadata: TableMetadata, location: str) -> None:
         """Write a new metadata file (never overwrites)."""
@@ -94,9 +190,9 @@ class MetadataFiles:
         def write() -> None:
             io = self._backend.file_io(location, metadata.properties)
             ToOutputFile.table_metadata(metadata, io.new_output(location))
+            self.cache.put(location, metadata)
 
         await self._threads.run(write)
-        self._remember(location, metadata)
 
     async def make_directory(self, location: str) -> None:
         """Create a local directory (some clients expect ``metadata/`` after a stage-create)."""

@@ -29,6 +29,7 @@ from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, val
 from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.handling.views_index import ViewIndex
+from irc_proxy.metrics import COMMIT_CONFLICTS, COMMIT_RETRIES
 
 _UNSAFE_PATH_CHARS = re.compile(r"[^A-Za-z0-9_.=-]")
 
@@ -40,6 +41,8 @@ class LoadedTable:
     metadata_location: str | None
     metadata: TableMetadata
     config: dict[str, str] = field(default_factory=dict)
+    metadata_json: bytes | None = None
+    """``metadata`` already serialised (from the metadata cache), when at hand."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,12 @@ class Tables:
         flat = self._codec.to_flat(ident.namespace)
         return flat, await self._backend.load_table_pointer(flat, ident.name)
 
-    async def load(self, ident: TableIdent) -> LoadedTable:
-        _, location = await self._pointer(ident)
+    async def load(self, ident: TableIdent, location: str | None = None) -> LoadedTable:
+        """The table at its current pointer, or at ``location`` when the caller just read the pointer."""
         if location is None:
-            raise no_such_table(ident)
-        return LoadedTable(location, await self.files.read(location, check_exists=True))
+            location = await self.current_location(ident)
+        cached = await self.files.load(location, check_exists=True)
+        return LoadedTable(location, cached.metadata, metadata_json=cached.json)
 
     async def current_location(self, ident: TableIdent) -> str:
         """The current metadata location (cheap: no file is read). Raises NoSuchTable."""
@@ -203,7 +207,11 @@ class Tables:
                 raise AlreadyExists(f"View with same name already exists: {ident}")
         else:
             base = await self.files.read(current)
-        commits.check_requirements(change.requirements, base)
+        try:
+            commits.check_requirements(change.requirements, base)
+        except CommitFailed:
+            COMMIT_CONFLICTS.inc()
+            raise
         new = commits.apply_updates(base, change.updates, current)
         if base is not None and current is not None and new == base:
             return LoadedTable(current, base)
@@ -226,7 +234,9 @@ class Tables:
                 if base is not None:
                     await self.files.delete_replaced(base, new)
                 return LoadedTable(swap.new, new)
+            COMMIT_RETRIES.inc()
             await backoff(attempt)
+        COMMIT_CONFLICTS.inc()
         raise CommitFailed(f"Commit failed: {change.ident} is being changed concurrently; retry later")
 
     async def commit_transaction(self, changes: Sequence[TableChange]) -> None:
@@ -247,7 +257,9 @@ class Tables:
                     if base is not None:
                         await self.files.delete_replaced(base, new)
                 return
+            COMMIT_RETRIES.inc()
             await backoff(attempt)
+        COMMIT_CONFLICTS.inc()
         raise CommitFailed("Commit failed: tables in the transaction are being changed concurrently; retry later")
 
     # Removing ---------------------------------------------------------------------------

@@ -110,6 +110,8 @@ def _parse_each(raw: Any, adapter: TypeAdapter[Any], kind: str, tag: str) -> lis
                 raise BadRequest(f"Unsupported view {kind} {tag}: {item.get(tag)!r}") from None
             where = ".".join(str(p) for p in first["loc"][1:])
             raise BadRequest(f"Invalid view {kind} {item.get(tag)!r}: {where}: {first['msg']}") from None
+        except (ValueError, TypeError, KeyError) as exc:  # pyiceberg's type validators raise KeyError
+            raise BadRequest(f"Invalid view {kind} {item.get(tag)!r}: {exc!s}") from None
     return parsed
 
 

@@ -64,7 +64,7 @@ class AuditTrail:
                         principal=str(state.get("principal", "anonymous")),
                         operation=operation,
                         catalog=unquote_plus(prefix) if prefix is not None else getattr(catalogs, "default", None),
-                        object=object_path(params, separator),
+                        object=state.get("audit_object") or object_path(params, separator),
                         status=int(state.get("status", 500)),
                         request_id=str(state.get("request_id", "")),
                         latency_ms=(time.perf_counter() - state.get("started", time.perf_counter())) * 1000,

@@ -18,7 +18,13 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable
-from irc_proxy.handling.authn import ANONYMOUS, Authenticator, TokenRequestError, TokenService
+from irc_proxy.handling.authn import (
+    ANONYMOUS,
+    TOKEN_EXCHANGE_GRANT,
+    Authenticator,
+    TokenRequestError,
+    TokenService,
+)
 from irc_proxy.http.errors import error_response
 from irc_proxy.http.responses import json_response
 
@@ -77,7 +83,7 @@ def _token_service(request: Request) -> TokenService:
 
 
 def _oauth_error(error: str, description: str) -> Response:
-    status = 401 if error == "invalid_client" else 400
+    status = 401 if error == "invalid_client" else 400  # invalid_grant is a 400 too (RFC 6749 5.2)
     headers = _NO_STORE | ({"WWW-Authenticate": 'Basic realm="irc-proxy"'} if status == 401 else {})
     return json_response({"error": error, "error_description": description}, status, headers)
 
@@ -105,10 +111,13 @@ async def issue_token(request: Request) -> Response:
     basic = _basic_credentials(request.headers.get("authorization", ""))
     if basic is not None:
         client_id, secret = basic
+    service, grant, scope = _token_service(request), form.get("grant_type", ""), form.get("scope", "")
     try:
-        body = await run_in_threadpool(
-            _token_service(request).issue, form.get("grant_type", ""), client_id, secret, form.get("scope", "")
-        )
+        if grant == TOKEN_EXCHANGE_GRANT:
+            subject_type = form.get("subject_token_type", "")
+            body = service.exchange(form.get("subject_token", ""), subject_type, scope)
+        else:
+            body = await run_in_threadpool(service.issue, grant, client_id, secret, scope)
     except TokenRequestError as exc:
         return _oauth_error(exc.error, exc.description)
     return json_response(body, headers=_NO_STORE)

@@ -29,7 +29,9 @@ STATUS: list[tuple[type[errors.CatalogError], int, str]] = [
     (errors.CommitFailed, 409, "CommitFailedException"),
     (errors.NamespaceNotEmpty, 409, "NamespaceNotEmptyException"),
     (errors.Unprocessable, 422, "UnprocessableEntityException"),
-    (errors.CommitStateUnknown, 500, "CommitStateUnknownException"),
+    # The spec's 504 ("gateway timeout; the commit state is unknown"): the backend never answered the commit.
+    # Clients treat 500/502/504 alike; 504 keeps 500 for our own bugs.
+    (errors.CommitStateUnknown, 504, "CommitStateUnknownException"),
     (errors.ServiceUnavailable, 503, "ServiceUnavailableException"),
 ]
 _HTTP_TYPES = {
@@ -44,9 +46,9 @@ _HTTP_TYPES = {
 
 
 def error_response(request: Request, status: int, type_name: str, message: str) -> Response:
-    """The spec's IcebergErrorResponse; HEAD responses carry no body."""
+    """The spec's IcebergErrorResponse; HEAD responses carry no body (but the headers a GET would)."""
     if request.method == "HEAD":
-        return Response(status_code=status)
+        return Response(status_code=status, media_type="application/json")
     body = {"error": {"message": message, "type": type_name, "code": status}}
     return Response(json.dumps(body), status_code=status, media_type="application/json")
 

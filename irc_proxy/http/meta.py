@@ -1,14 +1,23 @@
-"""Configuration and health endpoints."""
+"""Configuration, liveness (``/healthz``) and readiness (``/readyz``) endpoints."""
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from irc_proxy.errors import CatalogError
+from irc_proxy.handling import remote
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.http import parsing
+from irc_proxy.http import access, forward, parsing
 from irc_proxy.http.responses import json_response
 from irc_proxy.http.routes import endpoints_for
+
+ReadinessCheck = Callable[[], Awaitable[None]]
 
 
 def _find(request: Request, warehouse: str | None) -> Catalog:
@@ -25,9 +34,51 @@ async def get_config(request: Request) -> Response:
     request.state.audit_operation = "getConfig"
     catalog = _find(request, request.query_params.get("warehouse"))
     request.state.audit_params = {"prefix": catalog.name}
-    return json_response({"defaults": {}, "overrides": {"prefix": catalog.name}, "endpoints": endpoints_for(catalog)})
+    if access.authorizer(request).enabled:
+        await access.uses_catalog(request, catalog.name)
+    if catalog.remote is not None:  # federated: the upstream's config, this prefix, the served endpoints
+        await forward.discover(request, catalog)
+        return json_response(remote.client_config(catalog.remote.discovered, catalog.name, endpoints_for(catalog)))
+    body: dict[str, Any] = {"defaults": {}, "overrides": {"prefix": catalog.name}, "endpoints": endpoints_for(catalog)}
+    lifetime: timedelta = request.state.settings.server.idempotency_key_lifetime
+    if lifetime:
+        body["idempotency-key-lifetime"] = iso_duration(lifetime)
+    return json_response(body)
+
+
+def iso_duration(value: timedelta) -> str:
+    """``PT30M``, ``P1DT2H``: an ISO-8601 duration of whole seconds."""
+    days, seconds = value.days, value.seconds
+    hours, minutes, seconds = seconds // 3600, seconds // 60 % 60, seconds % 60
+    time = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M"), (seconds, "S")) if n)
+    if not days and not time:
+        return "PT0S"
+    return "P" + (f"{days}D" if days else "") + (f"T{time}" if time else "")
 
 
 async def healthz(request: Request) -> Response:
     """The process is alive (no dependency is touched)."""
     return json_response({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    """Ready when the state database and every catalog backend answer within the readiness timeout."""
+    checks: dict[str, ReadinessCheck] = request.state.readiness
+    timeout: float = request.state.settings.server.readiness_timeout_seconds
+    results = await asyncio.gather(*(_probe(check, timeout) for check in checks.values()))
+    report = dict(zip(checks, results, strict=True))
+    ready = all(result == "ok" for result in report.values())
+    return json_response({"status": "ready" if ready else "unavailable", "checks": report}, 200 if ready else 503)
+
+
+async def _probe(check: ReadinessCheck, timeout: float) -> str:
+    """``ok``, or why not: only an error's type and our own message, never a URL or credential."""
+    try:
+        await asyncio.wait_for(check(), timeout)
+    except TimeoutError:
+        return f"timed out after {timeout:g}s"
+    except CatalogError as exc:
+        return exc.message
+    except Exception as exc:
+        return type(exc).__name__
+    return "ok"

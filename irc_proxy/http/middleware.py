@@ -1,4 +1,4 @@
-"""Pure ASGI middleware: raw-path routing, request ids and the access log."""
+"""Pure ASGI middleware: raw-path routing, request ids, the access log and the body size limit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import logging
 import time
 import uuid
 
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from irc_proxy.http.errors import error_response
+from irc_proxy.logs import REQUEST_ID
 
 access_log = logging.getLogger("irc_proxy.access")
 
@@ -53,6 +58,9 @@ class RequestContext:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode("latin-1"))]
             await send(message)
 
+        # Every log line of this request carries its id. Not reset: each request runs in its own task
+        # (context), and the error log of Starlette's outermost middleware runs after this one returns.
+        REQUEST_ID.set(request_id)
         try:
             await self.app(scope, receive, send_with_id)
         finally:
@@ -102,3 +110,59 @@ class DrainUnreadBody:
             await send(message)
 
         await self.app(scope, tracking_receive, draining_send)
+
+
+class BodyTooLarge(HTTPException):
+    """The request body exceeds ``server.max_body_bytes``: 413 (an HTTPException, so handlers answer it too)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"Request body is larger than the limit of {limit} bytes")
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413 RequestEntityTooLargeException.
+
+    A declared ``Content-Length`` over the limit is refused before anything is read; a chunked
+    body is cut off as soon as it passes the limit.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise BodyTooLarge(self.limit)
+            return message
+
+        async def noting_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, noting_send)
+        except BodyTooLarge:
+            if started:
+                raise
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        exc = BodyTooLarge(self.limit)
+        response = error_response(Request(scope), 413, "RequestEntityTooLargeException", str(exc.detail))
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)

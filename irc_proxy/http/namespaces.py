@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from irc_proxy.http import parsing
+from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 from irc_proxy.http.responses import json_response, no_content
 
@@ -13,13 +13,15 @@ from irc_proxy.http.responses import json_response, no_content
 async def list_namespaces(request: Request) -> Response:
     catalog = parsing.catalog(request)
     page = await catalog.namespaces.list(parsing.parent_param(request), parsing.page_param(request))
-    return json_response({"namespaces": [list(ns) for ns in page.items], "next-page-token": page.next_token})
+    shown = await access.visible_namespaces(request, page.items)
+    return json_response({"namespaces": [list(ns) for ns in shown], "next-page-token": page.next_token})
 
 
 async def create_namespace(request: Request) -> Response:
     catalog = parsing.catalog(request)
     body = await parsing.body_model(request, CreateNamespaceRequest)
     namespace = tuple(body.namespace)
+    parsing.audit_object(request, namespace)
     properties = await catalog.namespaces.create(namespace, body.properties)
     return json_response({"namespace": list(namespace), "properties": properties})
 

@@ -42,6 +42,12 @@ def roles(request: Request) -> tuple[str, ...]:
     return tuple(getattr(request.state, "roles", ()))
 
 
+def audit_object(request: Request, *objects: TableIdent | Namespace) -> None:
+    """Name the objects an operation acts on for its audit record, when the path alone does not."""
+    names = [str(o) if isinstance(o, TableIdent) else ".".join(o) for o in objects]
+    request.state.audit_object = ", ".join(names)
+
+
 def decode_namespace(segment: str, separator: str) -> Namespace:
     """Decode a ``{namespace}`` path segment (routing is done on the raw, still-encoded path).
 
@@ -137,6 +143,8 @@ async def body_model(request: Request, model: type[M]) -> M:
         raise BadRequest(describe(exc)) from None
     except (ValueError, TypeError) as exc:
         raise BadRequest(f"Invalid request body: {exc}") from None
+    except KeyError as exc:  # pyiceberg's type validators index the raw dict (a list type without "element")
+        raise BadRequest(f"Invalid request body: missing field {exc}") from None
 
 
 def describe(exc: ValidationError) -> str:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import commits
+from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.tables import TableChange, TableCreate
-from irc_proxy.http import parsing
+from irc_proxy.handling.vending import table_locations
+from irc_proxy.http import access, credentials, parsing
 from irc_proxy.http.bodies import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -40,13 +44,15 @@ def body_ident(body: TableIdentifier) -> TableIdent:
 async def list_tables(request: Request) -> Response:
     catalog = parsing.catalog(request)
     page = await catalog.tables.list(parsing.namespace_param(request), parsing.page_param(request))
-    return json_response({"identifiers": [identifier(t) for t in page.items], "next-page-token": page.next_token})
+    shown = await access.visible_objects(request, page.items, SecurableType.TABLE)
+    return json_response({"identifiers": [identifier(t) for t in shown], "next-page-token": page.next_token})
 
 
 async def create_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     namespace = parsing.namespace_param(request)
     body = await parsing.body_model(request, CreateTableRequest)
+    parsing.audit_object(request, TableIdent(namespace, body.name))
     create = TableCreate(
         name=body.name,
         schema=body.table_schema,
@@ -56,16 +62,22 @@ async def create_table(request: Request) -> Response:
         properties=body.properties,
         stage_create=body.stage_create,
     )
-    return load_table_response(await catalog.tables.create(namespace, create))
+    # Checked and vended before anything is written: a refused location or an STS failure creates nothing.
+    locations = await credentials.create_locations(catalog, namespace, body.name, body.location, body.properties)
+    config, fields = await credentials.table_access(request, catalog, TableIdent(namespace, body.name), locations)
+    loaded = await catalog.tables.create(namespace, create)
+    return credentials.with_fields(load_table_response(replace(loaded, config=loaded.config | config)), fields)
 
 
 async def register_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     body = await parsing.body_model(request, RegisterTableRequest)
-    loaded = await catalog.tables.register(
-        parsing.namespace_param(request), body.name, body.metadata_location, body.overwrite
-    )
-    return load_table_response(loaded)
+    namespace = parsing.namespace_param(request)
+    parsing.audit_object(request, TableIdent(namespace, body.name))
+    locations = await credentials.register_locations(catalog, body.metadata_location)
+    config, fields = await credentials.table_access(request, catalog, TableIdent(namespace, body.name), locations)
+    loaded = await catalog.tables.register(namespace, body.name, body.metadata_location, body.overwrite)
+    return credentials.with_fields(load_table_response(replace(loaded, config=loaded.config | config)), fields)
 
 
 async def load_table(request: Request) -> Response:
@@ -74,13 +86,16 @@ async def load_table(request: Request) -> Response:
     snapshots = request.query_params.get("snapshots") or "all"
     if snapshots not in ("all", "refs"):
         raise BadRequest(f"Invalid snapshots mode: {snapshots!r} (expected all or refs)")
-    if_none_match = request.headers.get("if-none-match")
-    if if_none_match:
-        location = await catalog.tables.current_location(ident)
-        tag = etag(location, snapshots)
-        if etag_matches(if_none_match, tag):
-            return Response(status_code=304, headers={"ETag": tag})
-    return load_table_response(await catalog.tables.load(ident), snapshots)
+    location = await catalog.tables.current_location(ident)  # one pointer read serves the ETag and the load
+    tag = etag(location, snapshots)
+    if etag_matches(request.headers.get("if-none-match"), tag):
+        return Response(status_code=304, headers={"ETag": tag})
+    loaded = await catalog.tables.load(ident, location)
+    locations = table_locations(loaded.metadata.location, loaded.metadata.properties)
+    config, fields = await credentials.table_access(request, catalog, ident, locations)
+    if config:
+        loaded = replace(loaded, config=loaded.config | config)
+    return credentials.with_fields(load_table_response(loaded, snapshots), fields)
 
 
 async def table_exists(request: Request) -> Response:
@@ -112,6 +127,7 @@ async def commit_transaction(request: Request) -> Response:
         if change.identifier is None:
             raise BadRequest("Invalid table change: identifier is required in a transaction")
         changes.append(_change(body_ident(change.identifier), change))
+    parsing.audit_object(request, *(change.ident for change in changes))
     await catalog.tables.commit_transaction(changes)
     return no_content()
 
@@ -124,6 +140,7 @@ async def drop_table(request: Request) -> Response:
 
 async def rename_table(request: Request) -> Response:
     body = await parsing.body_model(request, RenameTableRequest)
+    parsing.audit_object(request, body_ident(body.source), body_ident(body.destination))
     await parsing.catalog(request).tables.rename(body_ident(body.source), body_ident(body.destination))
     return no_content()
 

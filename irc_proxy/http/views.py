@@ -9,8 +9,10 @@ from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import view_commits
+from irc_proxy.handling.authz import SecurableType
+from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.views import LoadedView, ViewCreate
-from irc_proxy.http import parsing
+from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.responses import identifier, json_response, no_content
 from irc_proxy.http.tables import body_ident
@@ -25,13 +27,15 @@ def load_view_response(view: LoadedView) -> Response:
 async def list_views(request: Request) -> Response:
     views = parsing.catalog(request).require_views()
     page = await views.list(parsing.namespace_param(request), parsing.page_param(request))
-    return json_response({"identifiers": [identifier(v) for v in page.items], "next-page-token": page.next_token})
+    shown = await access.visible_objects(request, page.items, SecurableType.VIEW)
+    return json_response({"identifiers": [identifier(v) for v in shown], "next-page-token": page.next_token})
 
 
 async def create_view(request: Request) -> Response:
     views = parsing.catalog(request).require_views()
     namespace = parsing.namespace_param(request)
     body = await parsing.body_model(request, CreateViewRequest)
+    parsing.audit_object(request, TableIdent(namespace, body.name))
     view_commits.validate_version(body.view_version)
     create = ViewCreate(body.name, body.view_schema, body.view_version, body.properties, body.location)
     return load_view_response(await views.create(namespace, create, parsing.principal(request)))
@@ -66,6 +70,7 @@ async def drop_view(request: Request) -> Response:
 async def rename_view(request: Request) -> Response:
     views = parsing.catalog(request).require_views()
     body = await parsing.body_model(request, RenameTableRequest)
+    parsing.audit_object(request, body_ident(body.source), body_ident(body.destination))
     await views.rename(body_ident(body.source), body_ident(body.destination))
     return no_content()
 

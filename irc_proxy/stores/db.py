@@ -9,7 +9,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy import Engine, create_engine, event, inspect, text
+
+from irc_proxy.dberrors import database_errors
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -22,10 +24,18 @@ def create_state_engine(url: str) -> Engine:
     """An engine for the state database (SQLite gets WAL and a busy timeout)."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, pool_pre_ping=True)
+    # A short connect timeout: an unreachable database answers 503 quickly instead of hanging requests.
+    connect_args = {"connect_timeout": 5} if url.startswith("postgresql") else {}
+    engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def ping(engine: Engine) -> None:
+    """Raise unless the database answers ``SELECT 1`` (a readiness check)."""
+    with database_errors("State database"), engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -121,3 +121,47 @@ class AuditRecordRow(SQLModel, table=True):
     status: int
     request_id: str = Field(max_length=128)
     latency_ms: float
+
+
+class PrincipalRow(SQLModel, table=True):
+    """A principal the admin API manages; with a secret hash it is also an ``oauth2`` client."""
+
+    __tablename__ = "authz_principal"
+
+    name: str = Field(primary_key=True, max_length=255)
+    secret_hash: str | None = Field(default=None, max_length=255)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RoleRow(SQLModel, table=True):
+    __tablename__ = "authz_role"
+
+    name: str = Field(primary_key=True, max_length=255)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class PrincipalRoleRow(SQLModel, table=True):
+    """``principal`` holds ``role`` (in addition to the roles its token carries)."""
+
+    __tablename__ = "authz_principal_role"
+
+    principal: str = Field(primary_key=True, max_length=255, foreign_key="authz_principal.name", ondelete="CASCADE")
+    role: str = Field(primary_key=True, max_length=255, foreign_key="authz_role.name", ondelete="CASCADE")
+
+
+class GrantRow(SQLModel, table=True):
+    """``role`` holds ``privilege`` on a securable (namespace levels joined with 0x1F; ``name`` for tables/views)."""
+
+    __tablename__ = "authz_grant"
+    __table_args__ = (
+        UniqueConstraint("role", "catalog", "securable_type", "namespace", "name", "privilege", name="uq_authz_grant"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    role: str = Field(max_length=255, foreign_key="authz_role.name", ondelete="CASCADE", index=True)
+    catalog: str = Field(max_length=255)
+    securable_type: str = Field(max_length=16)
+    namespace: str = Field(default="", max_length=1024)
+    name: str = Field(default="", max_length=255)
+    privilege: str = Field(max_length=32)
+    created_at: datetime = Field(default_factory=utcnow)

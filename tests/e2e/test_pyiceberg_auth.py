@@ -19,7 +19,7 @@ SECRET = "pyiceberg-secret"
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
     config = (
-        '[auth]\nmode = "oauth2"\n[[auth.clients]]\nid = "etl"\n'
+        '[auth]\nmode = "oauth2"\nadmins = ["svc-etl"]\n[[auth.clients]]\nid = "etl"\n'
         f'secret_hash = "{hash_secret(SECRET)}"\nprincipal = "svc-etl"\n'
     )
     server = ProxyProcess(tmp_path_factory.mktemp("secured-pyiceberg"), config).start()

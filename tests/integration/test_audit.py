@@ -60,6 +60,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
     config = f'''
 [auth]
 mode = "oauth2"
+admins = ["svc-etl"]
 [[auth.clients]]
 id = "etl"
 secret_hash = "{hash_secret(SECRET)}"
@@ -117,12 +118,12 @@ def test_allowed_calls_are_recorded_with_operation_object_and_status(audited: Pr
     assert record["catalog"] == "local" and record["object"] == f"{ns}.sales.orders"
     assert record["status"] == 200 and record["decision"] == "allowed" and record["reason"] is None
     assert record["latency_ms"] > 0
-    assert one(audited, table)["operation"] == "createTable" and one(audited, table)["object"] == f"{ns}.sales"
+    assert one(audited, table)["operation"] == "createTable" and one(audited, table)["object"] == f"{ns}.sales.orders"
     gone = one(audited, missing)
     assert gone["request_id"] == "mine-404" and gone["status"] == 404 and gone["catalog"] == "local"
     assert (gone["operation"], gone["object"]) == ("loadTable", f"{ns}.sales.nope")
     clash = one(audited, conflict)
-    assert (clash["operation"], clash["status"], clash["object"]) == ("createNamespace", 409, None)
+    assert (clash["operation"], clash["status"], clash["object"]) == ("createNamespace", 409, f"{ns}.sales")
     assert one(audited, config)["operation"] == "getConfig"
     assert records(audited, health.headers["x-request-id"], wait=0.5) == []
     line = next(
@@ -194,7 +195,7 @@ def test_cli_query_filters(tmp_path: Path) -> None:
         "createTable",
         "createNamespace",
     ]
-    assert [r["operation"] for r in cli(proxy, "--object", ns)] == ["loadTable", "createTable"]
+    assert [r["operation"] for r in cli(proxy, "--object", ns)] == ["loadTable", "createTable", "createNamespace"]
     assert len(cli(proxy, "--limit", "2")) == 2
     assert cli(proxy, "--principal", "someone-else") == []
     assert len(cli(proxy, "--principal", "anonymous")) == 4

@@ -39,7 +39,10 @@ def signing_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[RSAKey, Path]
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, signing_key: tuple[RSAKey, Path]) -> Iterator[ProxyProcess]:
-    config = f'[auth]\nmode = "oauth2"\nsigning_key_file = "{signing_key[1]}"\ntoken_lifetime_seconds = 600\n'
+    config = (
+        f'[auth]\nmode = "oauth2"\nadmins = ["svc-spark"]\nsigning_key_file = "{signing_key[1]}"\n'
+        "token_lifetime_seconds = 600\n"
+    )
     server = ProxyProcess(tmp_path_factory.mktemp("secured"), config + CLIENTS).start()
     yield server
     server.stop()
@@ -102,6 +105,27 @@ def test_unsupported_grant_is_400_unsupported_grant_type(secured: ProxyProcess) 
     assert response.status_code == 400 and response.json()["error"] == "unsupported_grant_type"
     missing = httpx.post(f"{secured.url}/v1/oauth/tokens", data={"grant_type": "client_credentials"})
     assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
+
+
+def test_token_exchange_refreshes_one_of_our_tokens(secured: ProxyProcess) -> None:
+    """Iceberg clients refresh with RFC 8693 token exchange of the current token."""
+    first = get_token(secured.url).json()["access_token"]
+    exchange = {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "subject_token": first,
+        "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+    }
+    response = httpx.post(f"{secured.url}/v1/oauth/tokens", data=exchange, headers=bearer(first), timeout=30)
+    assert response.status_code == 200, response.text
+    fresh = claims_of(response.json()["access_token"])
+    assert fresh["sub"] == "svc-spark" and fresh["roles"] == ["reader", "writer"]
+    assert fresh["jti"] != claims_of(first)["jti"]
+    forged = first[:-4] + ("AAAA" if not first.endswith("AAAA") else "BBBB")
+    refused = httpx.post(f"{secured.url}/v1/oauth/tokens", data=exchange | {"subject_token": forged}, timeout=30)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
+    assert forged not in refused.text
+    wrong_type = httpx.post(f"{secured.url}/v1/oauth/tokens", data=exchange | {"subject_token_type": "x"}, timeout=30)
+    assert wrong_type.status_code == 400 and wrong_type.json()["error"] == "invalid_request"
 
 
 def test_health_is_open_and_config_is_not(secured: ProxyProcess) -> None:
@@ -198,7 +222,7 @@ def test_view_created_with_a_token_records_the_principal(secured: ProxyProcess) 
 
 
 def test_generated_key_is_persisted_and_shared(tmp_path: Path) -> None:
-    config = '[auth]\nmode = "oauth2"\nsigning_algorithm = "ES256"\n' + CLIENTS
+    config = '[auth]\nmode = "oauth2"\nadmins = ["svc-spark"]\nsigning_algorithm = "ES256"\n' + CLIENTS
     first = ProxyProcess(tmp_path, config).start()
     try:
         token = get_token(first.url).json()["access_token"]

@@ -23,7 +23,7 @@ def issuer() -> Iterator[OidcIssuer]:
 @pytest.fixture(scope="module")
 def proxy_oidc(tmp_path_factory: pytest.TempPathFactory, issuer: OidcIssuer) -> Iterator[ProxyProcess]:
     config = (
-        f'[auth]\nmode = "oidc"\n[auth.oidc]\nissuer = "{issuer.url}"\naudience = "irc-proxy"\n'
+        f'[auth]\nmode = "oidc"\nauthorization = "none"\n[auth.oidc]\nissuer = "{issuer.url}"\naudience = "irc-proxy"\n'
         'principal_claim = "email"\nroles_claim = "groups"\njwks_min_refresh_seconds = 0\n'
     )
     server = ProxyProcess(tmp_path_factory.mktemp("oidc"), config).start()
@@ -72,3 +72,29 @@ def test_oidc_mode_requires_issuer_and_audience(tmp_path: Path) -> None:
     server = ProxyProcess(tmp_path, '[auth]\nmode = "oidc"\n')
     with pytest.raises(RuntimeError, match=r"auth.oidc.issuer and auth.oidc.audience are required"):
         server.start()
+
+
+def test_groups_from_the_identity_provider_are_roles_for_grants(tmp_path: Path, issuer: OidcIssuer) -> None:
+    """A group in the token's roles claim picks up the grants of the role of that name."""
+    config = (
+        f'[auth]\nmode = "oidc"\nadmins = ["root@example.com"]\n[auth.oidc]\nissuer = "{issuer.url}"\n'
+        'audience = "irc-proxy"\nprincipal_claim = "email"\nroles_claim = "groups"\n'
+    )
+    proxy = ProxyProcess(tmp_path, config).start()
+    try:
+        admin = httpx.Client(
+            base_url=proxy.url, headers={"Authorization": f"Bearer {issuer.token(email='root@example.com')}"}
+        )
+        assert admin.post("/v1/namespaces", json={"namespace": ["finance"]}).status_code == 200
+        assert admin.post("/management/v1/roles", json={"name": "analysts"}).status_code == 201
+        grant = {"catalog": "local", "namespace": ["finance"], "privilege": "namespace.use"}
+        assert admin.post("/management/v1/roles/analysts/grants", json=grant).status_code == 201
+        analyst = {"Authorization": f"Bearer {issuer.token(email='ann@example.com', groups=['analysts'])}"}
+        outsider = {"Authorization": f"Bearer {issuer.token(email='oz@example.com', groups=['sales'])}"}
+        assert httpx.get(f"{proxy.url}/v1/namespaces/finance", headers=analyst).status_code == 200
+        refused = httpx.get(f"{proxy.url}/v1/namespaces/finance", headers=outsider)
+        assert refused.status_code == 403 and refused.json()["error"]["type"] == "ForbiddenException"
+        assert httpx.get(f"{proxy.url}/management/v1/roles", headers=analyst).status_code == 403
+        admin.close()
+    finally:
+        proxy.stop()

@@ -62,5 +62,13 @@ class ProxyProcess:
                 self._process.wait()
         self._process = None
 
+    def send_signal(self, sig: int) -> None:
+        """Deliver ``sig`` to the server process (SIGSTOP/SIGCONT freeze and thaw it, SIGKILL kills it)."""
+        assert self._process is not None, "not started"
+        self._process.send_signal(sig)
+        if sig == 9:
+            self._process.wait()
+            self._process = None
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

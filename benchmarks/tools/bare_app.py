@@ -1,0 +1,47 @@
+"""The ceiling for this stack: hypercorn + Starlette answering every GET with fixed bytes.
+
+``python -m benchmarks.tools.bare_app BODY_FILE PORT [WORKERS]``: the same server, the same worker
+count and the same response bytes as the proxy's loadTable, with none of the proxy's work. The body
+file reaches the worker processes through ``BARE_APP_BODY``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from hypercorn.config import Config
+from hypercorn.run import run
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+BODY = Path(os.environ["BARE_APP_BODY"]).read_bytes() if os.environ.get("BARE_APP_BODY") else b""
+
+
+async def load(_request: Request) -> Response:
+    return Response(BODY, media_type="application/json")
+
+
+async def healthz(_request: Request) -> Response:
+    return Response(b"{}", media_type="application/json")
+
+
+app = Starlette(routes=[Route("/healthz", healthz), Route("/{path:path}", load)])
+
+
+def main() -> None:
+    os.environ["BARE_APP_BODY"] = sys.argv[1]
+    config = Config()
+    config.bind = [f"127.0.0.1:{int(sys.argv[2])}"]
+    config.accesslog = None
+    workers = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    config.workers = workers if workers > 1 else 0  # 0: serve in this process, as the proxy does with 1
+    config.application_path = "benchmarks.tools.bare_app:app"
+    run(config)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""The client of one remote Iceberg REST catalog: a pooled ``httpx.AsyncClient``, ``/v1/config``
+discovery and transport errors translated into the domain's.
+
+A request that never left (connect refused or timed out, no pooled connection free) is
+``ServiceUnavailable``. A request that may have reached the upstream and got no answer (read or
+write timeout, dropped connection) is ``CommitStateUnknown`` when the caller marks it ambiguous
+(commits, transactions, view replaces) and ``ServiceUnavailable`` otherwise. Whatever the upstream
+answers is returned as it is; only a 401 to the proxy's own credentials is retried once (with a
+fresh OAuth2 token) and then reported as ``ServiceUnavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from irc_proxy.backends.rest.auth import build_auth
+from irc_proxy.errors import CommitStateUnknown, ServiceUnavailable
+from irc_proxy.settings import RestCatalogSettings
+
+REQUEST_ID: ContextVar[str | None] = ContextVar("upstream_request_id", default=None)
+"""The proxy's ``X-Request-Id`` of the request being served, propagated upstream."""
+
+# What clients assume when a server's /v1/config has no ``endpoints`` (the spec's and Java's defaults).
+LEGACY_ENDPOINTS = frozenset(
+    {
+        "GET /v1/{prefix}/namespaces",
+        "POST /v1/{prefix}/namespaces",
+        "GET /v1/{prefix}/namespaces/{namespace}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}",
+        "POST /v1/{prefix}/namespaces/{namespace}/properties",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "POST /v1/{prefix}/namespaces/{namespace}/register",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+        "POST /v1/{prefix}/tables/rename",
+        "POST /v1/{prefix}/transactions/commit",
+    }
+)
+LEGACY_VIEW_ENDPOINTS = frozenset(
+    {
+        "GET /v1/{prefix}/namespaces/{namespace}/views",
+        "POST /v1/{prefix}/namespaces/{namespace}/views",
+        "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+        "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+        "POST /v1/{prefix}/views/rename",
+    }
+)
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    """What the upstream's ``/v1/config`` said."""
+
+    prefix: str
+    defaults: dict[str, str]
+    overrides: dict[str, str]
+    endpoints: frozenset[str]
+    idempotency_key_lifetime: str | None = None
+
+    @property
+    def serves_views(self) -> bool:
+        return any("/views" in endpoint or "/register-view" in endpoint for endpoint in self.endpoints)
+
+
+def parse_config(data: Any) -> UpstreamConfig:
+    """A ConfigResponse -> UpstreamConfig; raises ValueError if it is not one."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    defaults = {str(k): str(v) for k, v in (data.get("defaults") or {}).items()}
+    overrides = {str(k): str(v) for k, v in (data.get("overrides") or {}).items()}
+    merged = defaults | overrides
+    endpoints = frozenset(str(e) for e in data.get("endpoints") or ())
+    if not endpoints:
+        views = merged.get("view-endpoints-supported", "").lower() == "true"
+        endpoints = LEGACY_ENDPOINTS | (LEGACY_VIEW_ENDPOINTS if views else frozenset())
+    lifetime = data.get("idempotency-key-lifetime")
+    return UpstreamConfig(
+        merged.get("prefix", "").strip("/"), defaults, overrides, endpoints, str(lifetime) if lifetime else None
+    )
+
+
+def _verify(settings: RestCatalogSettings) -> ssl.SSLContext | bool:
+    if settings.ca_bundle:
+        return ssl.create_default_context(cafile=settings.ca_bundle)
+    return settings.verify_tls
+
+
+class RestUpstream:
+    """One remote REST catalog; one pooled client shared by every request to it."""
+
+    def __init__(self, name: str, settings: RestCatalogSettings) -> None:
+        self.name = name
+        self.uri = settings.uri.rstrip("/")
+        self.warehouse = settings.warehouse
+        self.mapped_namespaces = settings.nested_namespaces == "mapped" or (
+            settings.nested_namespaces == "auto" and settings.auth.mode == "sigv4"
+        )
+        self._token_endpoint = settings.auth.token_endpoint
+        self._client = httpx.AsyncClient(
+            http2=settings.http2,
+            verify=_verify(settings),
+            timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
+            limits=httpx.Limits(
+                max_connections=settings.pool_size,
+                max_keepalive_connections=settings.pool_size,
+                keepalive_expiry=settings.keepalive_expiry_seconds,
+            ),
+            follow_redirects=False,
+        )
+        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client)
+        self._config: UpstreamConfig | None = None
+        self._lock = asyncio.Lock()
+
+    def _oauth2_endpoint(self) -> str:
+        if self._token_endpoint:
+            return self._token_endpoint
+        discovered = self._config.overrides | self._config.defaults if self._config else {}
+        return discovered.get("oauth2-server-uri") or f"{self.uri}/v1/oauth/tokens"
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    # Discovery ---------------------------------------------------------------------------
+    @property
+    def discovered(self) -> UpstreamConfig:
+        """The config learnt by ``config()``; raises ServiceUnavailable before that succeeded."""
+        if self._config is None:
+            raise ServiceUnavailable(f"The upstream catalog of {self.name} has not answered /v1/config yet")
+        return self._config
+
+    async def config(self) -> UpstreamConfig:
+        """Read the upstream's ``/v1/config`` once (again on every call until it succeeds)."""
+        if self._config is not None:
+            return self._config
+        async with self._lock:
+            if self._config is None:
+                query = f"warehouse={quote(self.warehouse, safe='')}".encode() if self.warehouse else b""
+                response = await self.send("GET", "/v1/config", query=query)
+                if response.status_code != 200:
+                    raise ServiceUnavailable(
+                        f"The upstream catalog of {self.name} answered /v1/config with {response.status_code}: "
+                        f"{_message(response)}"
+                    )
+                try:
+                    self._config = parse_config(response.json())
+                except ValueError as exc:
+                    raise ServiceUnavailable(
+                        f"The upstream catalog of {self.name} sent an invalid /v1/config ({exc})"
+                    ) from exc
+        return self._config
+
+    async def ping(self) -> None:
+        """Raise ServiceUnavailable unless the upstream answers ``/v1/config`` with a 200."""
+        query = f"warehouse={quote(self.warehouse, safe='')}".encode() if self.warehouse else b""
+        response = await self.send("GET", "/v1/config", query=query)
+        if response.status_code != 200:
+            raise ServiceUnavailable(
+                f"The upstream catalog of {self.name} answered /v1/config with {response.status_code}"
+            )
+        await self.config()
+
+    def path(self, tail: str) -> str:
+        """``/v1/<upstream prefix>/<tail>``, the prefix used verbatim as the upstream gave it."""
+        prefix = self.discovered.prefix
+        return f"/v1/{prefix}/{tail}" if prefix else f"/v1/{tail}"
+
+    # Sending -----------------------------------------------------------------------------
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: bytes = b"",
+        headers: Sequence[tuple[str, str]] = (),
+        content: bytes = b"",
+        ambiguous: bool = False,
+    ) -> httpx.Response:
+        """Send one request to ``<uri><path>?<query>`` and return the answer, whatever its status.
+
+        Raises:
+            ServiceUnavailable: the upstream is unreachable, did not answer a non-ambiguous request,
+                or refused the proxy's own credentials.
+            CommitStateUnknown: an ambiguous request may have reached the upstream and got no answer.
+        """
+        url = self.uri + path + ("?" + query.decode("latin-1") if query else "")
+        response = await self._send_once(method, url, headers, content, ambiguous)
+        if response.status_code == 401 and self._auth.proxy_credentials and self._auth.invalidate():
+            response = await self._send_once(method, url, headers, content, ambiguous)
+        if response.status_code == 401 and self._auth.proxy_credentials:
+            raise ServiceUnavailable(
+                f"The upstream catalog of {self.name} refused the proxy's credentials (401): {_message(response)}"
+            )
+        return response
+
+    async def _send_once(
+        self, method: str, url: str, headers: Sequence[tuple[str, str]], content: bytes, ambiguous: bool
+    ) -> httpx.Response:
+        request = self._client.build_request(method, url, headers=list(headers), content=content or None)
+        if (request_id := REQUEST_ID.get()) is not None:
+            request.headers["X-Request-Id"] = request_id
+        await self._auth.apply(request)
+        retry_read = method in ("GET", "HEAD")
+        while True:
+            try:
+                return await self._client.send(request)
+            except _NOT_SENT as exc:
+                raise ServiceUnavailable(
+                    f"The upstream catalog of {self.name} is unreachable ({type(exc).__name__})"
+                ) from exc
+            except httpx.TransportError as exc:
+                if retry_read and not isinstance(exc, httpx.TimeoutException):
+                    retry_read = False  # a pooled connection the upstream had just closed: reads are safe to resend
+                    continue
+                if ambiguous:
+                    raise CommitStateUnknown(
+                        f"The upstream catalog of {self.name} did not answer ({type(exc).__name__}) after the "
+                        "request was sent; the commit may or may not have been applied"
+                    ) from exc
+                raise ServiceUnavailable(
+                    f"The upstream catalog of {self.name} did not answer ({type(exc).__name__})"
+                ) from exc
+
+
+def _message(response: httpx.Response) -> str:
+    """The upstream's error message (never its headers), shortened."""
+    try:
+        error = response.json().get("error", {})
+        text = f"{error.get('type', '')}: {error.get('message', '')}" if isinstance(error, dict) else str(error)
+    except (ValueError, AttributeError):
+        text = response.text
+    return text[:300]

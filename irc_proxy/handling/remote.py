@@ -1,0 +1,141 @@
+"""A prefix federated to a remote REST catalog: where each operation runs, what ``/v1/config``
+says, and the identifier rewriting of the ``:`` mapping. No HTTP here.
+
+Where an operation runs (``placement``):
+
+* views, when the upstream advertises no view endpoint: LOCAL (the proxy's view store);
+* namespaces, with ``mapped_namespaces``: LOCAL (nested levels joined into one upstream name,
+  served by ``Namespaces`` over the ``RestBackend``), if the upstream has the matching endpoint;
+* anything else the upstream advertises: FORWARD (a HEAD it lacks is forwarded as a GET);
+* the rest: not served (not advertised either).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol, runtime_checkable
+
+from irc_proxy.backends.rest import CALLER_AUTHORIZATION, REQUEST_ID, RestUpstream, UpstreamConfig
+from irc_proxy.errors import BadRequest
+from irc_proxy.handling.naming import NamespaceCodec
+
+NS = "/v1/{prefix}/namespaces/{namespace}"
+NAMESPACE_TEMPLATES = frozenset({"/v1/{prefix}/namespaces", NS, NS + "/properties"})
+AMBIGUOUS = frozenset(
+    {"POST " + NS + "/tables/{table}", "POST /v1/{prefix}/transactions/commit", "POST " + NS + "/views/{view}"}
+)
+"""Commits: no answer after sending means the change may or may not have been applied."""
+LISTINGS = frozenset({"GET " + NS + "/tables", "GET " + NS + "/views"})
+RENAMES = frozenset({"POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/views/rename"})
+# Keys of the upstream's config that concern only the proxy's own connection to it.
+_PRIVATE_KEYS = frozenset(
+    {"prefix", "uri", "warehouse", "token", "credential", "oauth2-server-uri", "scope", "audience", "resource"}
+    | {"namespace-separator", "view-endpoints-supported"}
+)
+
+
+@runtime_checkable
+class Federated(Protocol):
+    """A backend that stands for a remote REST catalog (``RestBackend``, possibly wrapped)."""
+
+    upstream: RestUpstream
+
+    def use_separator(self, separator: str) -> None:
+        """The catalog's namespace separator, for flat names <-> upstream levels."""
+
+
+class Placement(enum.Enum):
+    FORWARD = "forward"
+    LOCAL = "local"
+
+
+@contextmanager
+def calling(authorization: str | None, request_id: str | None) -> Iterator[None]:
+    """Upstream calls made inside carry ``request_id`` and may use the caller's ``authorization``."""
+    auth_token, id_token = CALLER_AUTHORIZATION.set(authorization), REQUEST_ID.set(request_id)
+    try:
+        yield
+    finally:
+        CALLER_AUTHORIZATION.reset(auth_token)
+        REQUEST_ID.reset(id_token)
+
+
+def is_view(template: str) -> bool:
+    return "/views" in template or template.endswith("/register-view")
+
+
+def placement(config: UpstreamConfig, endpoint: str, mapped: bool, has_view_store: bool) -> Placement | None:
+    """Where ``endpoint`` (``"<VERB> <template>"``) runs for this prefix; None: not served."""
+    method, template = endpoint.split(" ", 1)
+    if is_view(template) and not config.serves_views:
+        return Placement.LOCAL if has_view_store else None
+    as_get = f"GET {template}"
+    if template in NAMESPACE_TEMPLATES and mapped:
+        needed = as_get if method == "HEAD" else endpoint
+        return Placement.LOCAL if needed in config.endpoints else None
+    if endpoint in config.endpoints or (method == "HEAD" and as_get in config.endpoints):
+        return Placement.FORWARD
+    return None
+
+
+def client_config(config: UpstreamConfig, prefix: str, endpoints: list[str]) -> dict[str, Any]:
+    """The ``/v1/config`` body for this prefix: the upstream's defaults and overrides minus what
+    concerns only the proxy's connection (prefix, URI, credentials, ``rest.*`` signing keys)."""
+
+    def public(values: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in values.items() if k not in _PRIVATE_KEYS and not k.startswith("rest.")}
+
+    body: dict[str, Any] = {
+        "defaults": public(config.defaults),
+        "overrides": public(config.overrides) | {"prefix": prefix},
+        "endpoints": endpoints,
+    }
+    if config.idempotency_key_lifetime:
+        body["idempotency-key-lifetime"] = config.idempotency_key_lifetime
+    return body
+
+
+# The ``:`` mapping on forwarded bodies ---------------------------------------------------------
+def _loads(content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"Malformed request body: not valid JSON ({exc})") from None
+
+
+def _to_upstream(identifier: Any, codec: NamespaceCodec) -> None:
+    if isinstance(identifier, dict) and isinstance(identifier.get("namespace"), list) and identifier["namespace"]:
+        identifier["namespace"] = [codec.to_flat(identifier["namespace"])]
+
+
+def _from_upstream(identifier: Any, codec: NamespaceCodec) -> None:
+    if isinstance(identifier, dict) and isinstance(identifier.get("namespace"), list):
+        identifier["namespace"] = [level for flat in identifier["namespace"] for level in codec.from_flat(flat)]
+
+
+def map_request(endpoint: str, content: bytes, codec: NamespaceCodec) -> bytes:
+    """Identifiers in a request body, nested levels -> the one upstream level (renames, commits)."""
+    if not content or not (endpoint in RENAMES or endpoint in AMBIGUOUS):
+        return content
+    body = _loads(content)
+    if not isinstance(body, dict):
+        return content
+    for key in ("source", "destination", "identifier"):
+        _to_upstream(body.get(key), codec)
+    for change in body.get("table-changes") or ():
+        if isinstance(change, dict):
+            _to_upstream(change.get("identifier"), codec)
+    return json.dumps(body).encode()
+
+
+def map_listing(endpoint: str, content: bytes, codec: NamespaceCodec) -> bytes:
+    """Identifiers in a table or view listing, the one upstream level -> nested levels."""
+    if endpoint not in LISTINGS or not content:
+        return content
+    body = json.loads(content)
+    for identifier in body.get("identifiers") or ():
+        _from_upstream(identifier, codec)
+    return json.dumps(body).encode()

@@ -1,0 +1,296 @@
+"""The admin API under ``/management/v1``: principals, roles, grants and the audit trail. Admins only.
+
+Errors use the Iceberg error model, like the catalog API. Every change is audited and takes effect
+on this replica at once (others within ``auth.grants_cache_seconds``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import unquote
+
+from pydantic import Field, StrictBool, StrictStr
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from irc_proxy.errors import BadRequest
+from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.authz import ANY_CATALOG, Privilege, StoredGrant, StoredPrincipal, grant_target
+from irc_proxy.http import access, parsing
+from irc_proxy.http.bodies import _Body
+from irc_proxy.http.errors import error_response
+from irc_proxy.http.responses import json_response, no_content
+from irc_proxy.settings import Settings
+
+BASE = "/management/v1"
+MAX_NAME = 255
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class CreatePrincipalRequest(_Body):
+    name: StrictStr
+    roles: list[StrictStr] = Field(default_factory=list)
+    credentials: StrictBool | None = None
+
+
+class CreateRoleRequest(_Body):
+    name: StrictStr
+
+
+class GrantRequest(_Body):
+    privilege: StrictStr
+    catalog: StrictStr
+    namespace: list[StrictStr] = Field(default_factory=list)
+    table: StrictStr | None = None
+    view: StrictStr | None = None
+
+
+def _name(raw: str, what: str) -> str:
+    name = unquote(raw)
+    if not name or len(name) > MAX_NAME or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        raise BadRequest(f"Invalid {what} name: 1 to {MAX_NAME} characters, no control characters")
+    return name
+
+
+def _path_name(request: Request, key: str) -> str:
+    return _name(request.path_params[key], key)
+
+
+def _principal_json(principal: StoredPrincipal) -> dict[str, Any]:
+    created = principal.created_at
+    created = created if created.tzinfo else created.replace(tzinfo=datetime.UTC)
+    return {
+        "name": principal.name,
+        "roles": list(principal.roles),
+        "has-credentials": principal.has_secret,
+        "created-at": created.isoformat(),
+    }
+
+
+def _grant_json(grant: StoredGrant) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": grant.id,
+        "role": grant.role,
+        "privilege": grant.privilege,
+        "type": grant.securable_type,
+        "catalog": grant.catalog,
+        "namespace": list(grant.namespace),
+    }
+    if grant.name:
+        body[grant.securable_type] = grant.name
+    return body
+
+
+def _changed(request: Request) -> None:
+    access.authorizer(request).invalidate()
+
+
+def _issues_tokens(request: Request) -> bool:
+    settings: Settings = request.state.settings
+    return settings.auth.mode == "oauth2"
+
+
+async def _new_secret() -> tuple[str, str]:
+    secret = secrets.token_urlsafe(32)
+    return secret, await run_in_threadpool(hash_secret, secret)
+
+
+def _credentials(name: str, secret: str) -> dict[str, str]:
+    return {"client-id": name, "client-secret": secret}
+
+
+# Principals ----------------------------------------------------------------------------------------
+async def list_principals(request: Request) -> Response:
+    principals = await access.authorizer(request).store.principals()
+    return json_response({"principals": [_principal_json(p) for p in principals]})
+
+
+async def create_principal(request: Request) -> Response:
+    """Create a principal (with ``oauth2``, also a client whose secret is returned once)."""
+    body = await parsing.body_model(request, CreatePrincipalRequest)
+    name = _name(body.name, "principal")
+    roles = [_name(role, "role") for role in body.roles]
+    store = access.authorizer(request).store
+    known = set(await store.roles())
+    missing = [role for role in roles if role not in known]
+    if missing:
+        raise BadRequest(f"Roles do not exist: {', '.join(missing)}")
+    with_secret = _issues_tokens(request) if body.credentials is None else body.credentials
+    secret, hashed = await _new_secret() if with_secret else (None, None)
+    await store.create_principal(name, hashed)
+    for role in roles:
+        await store.assign(name, role)
+    _changed(request)
+    response: dict[str, Any] = {"principal": _principal_json(await store.principal(name))}
+    if secret is not None:
+        response["credentials"] = _credentials(name, secret)
+    return json_response(response, 201, headers={"Cache-Control": "no-store"})
+
+
+async def get_principal(request: Request) -> Response:
+    principal = await access.authorizer(request).store.principal(_path_name(request, "principal"))
+    return json_response(_principal_json(principal))
+
+
+async def delete_principal(request: Request) -> Response:
+    await access.authorizer(request).store.delete_principal(_path_name(request, "principal"))
+    _changed(request)
+    return no_content()
+
+
+async def rotate_credentials(request: Request) -> Response:
+    """A new client secret for the principal (the old one stops working); returned once."""
+    name = _path_name(request, "principal")
+    secret, hashed = await _new_secret()
+    await access.authorizer(request).store.set_secret(name, hashed)
+    return json_response({"credentials": _credentials(name, secret)}, headers={"Cache-Control": "no-store"})
+
+
+async def assign_role(request: Request) -> Response:
+    await access.authorizer(request).store.assign(_path_name(request, "principal"), _path_name(request, "role"))
+    _changed(request)
+    return no_content()
+
+
+async def unassign_role(request: Request) -> Response:
+    await access.authorizer(request).store.unassign(_path_name(request, "principal"), _path_name(request, "role"))
+    _changed(request)
+    return no_content()
+
+
+# Roles and grants ------------------------------------------------------------------------------------
+async def list_roles(request: Request) -> Response:
+    return json_response({"roles": await access.authorizer(request).store.roles()})
+
+
+async def create_role(request: Request) -> Response:
+    body = await parsing.body_model(request, CreateRoleRequest)
+    name = _name(body.name, "role")
+    await access.authorizer(request).store.create_role(name)
+    return json_response({"name": name, "grants": []}, 201)
+
+
+async def get_role(request: Request) -> Response:
+    name = _path_name(request, "role")
+    grants = await access.authorizer(request).store.grants(name)
+    return json_response({"name": name, "grants": [_grant_json(g) for g in grants]})
+
+
+async def delete_role(request: Request) -> Response:
+    await access.authorizer(request).store.delete_role(_path_name(request, "role"))
+    _changed(request)
+    return no_content()
+
+
+async def list_grants(request: Request) -> Response:
+    grants = await access.authorizer(request).store.grants(_path_name(request, "role"))
+    return json_response({"grants": [_grant_json(g) for g in grants]})
+
+
+async def add_grant(request: Request) -> Response:
+    role = _path_name(request, "role")
+    body = await parsing.body_model(request, GrantRequest)
+    target, privilege = grant_target(body.privilege, body.catalog, body.namespace, body.table, body.view)
+    if body.catalog != ANY_CATALOG:
+        parsing.catalogs(request).get(body.catalog)
+    store = access.authorizer(request).store
+    grant = await store.add_grant(
+        role, target.catalog, target.type.value, target.namespace, target.name, privilege.value
+    )
+    _changed(request)
+    return json_response(_grant_json(grant), 201)
+
+
+async def revoke_grant(request: Request) -> Response:
+    raw = request.path_params["grant"]
+    if not raw.isdigit():
+        raise BadRequest(f"Invalid grant id: {raw!r}")
+    await access.authorizer(request).store.revoke(_path_name(request, "role"), int(raw))
+    _changed(request)
+    return no_content()
+
+
+async def list_privileges(request: Request) -> Response:
+    return json_response({"privileges": [p.value for p in Privilege]})
+
+
+# The audit trail -------------------------------------------------------------------------------------
+def _time(request: Request, key: str) -> datetime.datetime | None:
+    raw = request.query_params.get(key)
+    if raw is None:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"Invalid {key}: {raw!r} (expected ISO 8601)") from None
+    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment
+
+
+async def query_audit(request: Request) -> Response:
+    """``GET /management/v1/audit?since=&until=&principal=&object=&limit=``, newest first."""
+    raw_limit = request.query_params.get("limit", "100")
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 10_000:
+        raise BadRequest(f"Invalid limit: {raw_limit!r} (1 to 10000)")
+    records = await request.state.audit_reader.query(
+        since=_time(request, "since"),
+        until=_time(request, "until"),
+        principal=request.query_params.get("principal"),
+        object_prefix=request.query_params.get("object"),
+        limit=int(raw_limit),
+    )
+    return json_response({"records": records})
+
+
+def _admin(operation: str, handler: Handler) -> Handler:
+    async def endpoint(request: Request) -> Response:
+        request.state.audit_operation = f"management.{operation}"
+        request.state.audit_params = {}
+        request.state.audit_object = unquote(request.url.path.removeprefix(BASE + "/"))  # e.g. roles/reader/grants
+        await access.require_admin(request)
+        return await handler(request)
+
+    endpoint.__name__ = handler.__name__
+    return endpoint
+
+
+def _route(path: str, **methods: tuple[str, Handler]) -> Route:
+    handlers = {method.upper(): _admin(operation, handler) for method, (operation, handler) in methods.items()}
+
+    async def dispatch(request: Request) -> Response:
+        handler = handlers.get(request.method)
+        if handler is None:
+            response = error_response(
+                request, 405, "MethodNotAllowedException", f"Method {request.method} is not allowed here"
+            )
+            response.headers["Allow"] = ", ".join(handlers)
+            return response
+        return await handler(request)
+
+    return Route(BASE + path, dispatch, methods=list(handlers))
+
+
+ADMIN_ROUTES = [
+    _route("/principals", get=("listPrincipals", list_principals), post=("createPrincipal", create_principal)),
+    _route(
+        "/principals/{principal}",
+        get=("getPrincipal", get_principal),
+        delete=("deletePrincipal", delete_principal),
+    ),
+    _route("/principals/{principal}/rotate-credentials", post=("rotateCredentials", rotate_credentials)),
+    _route(
+        "/principals/{principal}/roles/{role}",
+        put=("assignRole", assign_role),
+        delete=("unassignRole", unassign_role),
+    ),
+    _route("/roles", get=("listRoles", list_roles), post=("createRole", create_role)),
+    _route("/roles/{role}", get=("getRole", get_role), delete=("deleteRole", delete_role)),
+    _route("/roles/{role}/grants", get=("listGrants", list_grants), post=("addGrant", add_grant)),
+    _route("/roles/{role}/grants/{grant}", delete=("revokeGrant", revoke_grant)),
+    _route("/privileges", get=("listPrivileges", list_privileges)),
+    _route("/audit", get=("queryAudit", query_audit)),
+]

@@ -1,0 +1,165 @@
+"""Pass-through of catalog requests to a remote REST catalog (``kind = "rest"``).
+
+Everything before the handler (routing, audit, authentication, authorization) runs as for any
+catalog; then ``run`` either calls the proxy's own handler (views kept here, mapped namespaces)
+or forwards the request. Forwarding rewrites only the path (``{prefix}`` -> the upstream's
+prefix, the namespace segment re-encoded as the upstream expects) and passes the query string
+and the body bytes unchanged; the ``:`` mapping also rewrites identifiers in renames, commits
+and listings. Request headers pass through from a short list; ``Authorization`` only with
+``forward_caller_token``. The upstream's status, body, ``ETag`` and ``Content-Type`` come back
+unchanged; an error body that is not the spec's shape is wrapped into it (same status).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from irc_proxy.errors import CommitStateUnknown
+from irc_proxy.handling import remote
+from irc_proxy.handling.authz import SecurableType
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.http import access, parsing
+from irc_proxy.http.errors import error_response
+
+Handler = Callable[[Request], Awaitable[Response]]
+PASSED_REQUEST_HEADERS = frozenset(
+    {
+        "accept",
+        "content-type",
+        "if-none-match",
+        "if-match",
+        "idempotency-key",
+        "x-iceberg-access-delegation",
+        "x-client-version",
+        "x-client-git-commit",
+        "user-agent",
+    }
+)
+PASSED_RESPONSE_HEADERS = frozenset({"content-type", "etag", "retry-after", "cache-control", "www-authenticate"})
+_FALLBACK_TYPES = {
+    400: "BadRequestException",
+    401: "NotAuthorizedException",
+    403: "ForbiddenException",
+    404: "NotFoundException",
+    406: "UnsupportedOperationException",
+    409: "ConflictException",
+    503: "ServiceUnavailableException",
+}
+
+
+def _calling(request: Request) -> AbstractContextManager[None]:
+    return remote.calling(request.headers.get("authorization"), getattr(request.state, "request_id", None))
+
+
+async def discover(request: Request, catalog: Catalog) -> None:
+    """Learn what the upstream serves (its ``/v1/config``), once; with the caller's token if forwarded."""
+    assert catalog.remote is not None
+    with _calling(request):
+        await catalog.remote.config()
+
+
+async def run(request: Request, catalog: Catalog, method: str, template: str, handler: Handler) -> Response:
+    """Serve one operation of a remote catalog: with the proxy's handler, or upstream."""
+    upstream = catalog.remote
+    assert upstream is not None
+    endpoint = f"{method} {template}"
+    with _calling(request):
+        where = remote.placement(upstream.discovered, endpoint, upstream.mapped_namespaces, catalog.views is not None)
+        if where is remote.Placement.LOCAL:
+            return await handler(request)
+        return await _forward(request, catalog, endpoint)
+
+
+def _namespace_segment(request: Request, catalog: Catalog) -> str:
+    namespace = parsing.namespace_param(request)
+    if catalog.remote is not None and catalog.remote.mapped_namespaces:
+        return quote(catalog.codec.to_flat(namespace), safe="")
+    return "%1F".join(quote(level, safe="") for level in namespace)
+
+
+def upstream_tail(request: Request, catalog: Catalog, template: str) -> str:
+    """The template after ``/v1/{prefix}/`` with the request's path parameters filled in."""
+    tail = template.removeprefix("/v1/{prefix}/")
+    if "{namespace}" in tail:
+        tail = tail.replace("{namespace}", _namespace_segment(request, catalog))
+    for key in ("table", "view"):
+        if "{" + key + "}" in tail:
+            tail = tail.replace("{" + key + "}", request.path_params[key])  # still percent-encoded as sent
+    return tail
+
+
+async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Response:
+    upstream = catalog.remote
+    assert upstream is not None
+    method, template = endpoint.split(" ", 1)
+    mapped = upstream.mapped_namespaces
+    content = await request.body()
+    if mapped:
+        content = remote.map_request(endpoint, content, catalog.codec)
+    head_as_get = method == "HEAD" and endpoint not in upstream.discovered.endpoints
+    headers = [(k, v) for k, v in request.headers.items() if k in PASSED_REQUEST_HEADERS]
+    try:
+        reply = await upstream.send(
+            "GET" if head_as_get else method,
+            upstream.path(upstream_tail(request, catalog, template)),
+            query=request.scope.get("query_string", b""),
+            headers=headers,
+            content=content,
+            ambiguous=endpoint in remote.AMBIGUOUS,
+        )
+    except CommitStateUnknown as exc:
+        return error_response(request, 504, "CommitStateUnknownException", exc.message)
+    status, body = reply.status_code, reply.content
+    passed = {k: v for k, v in reply.headers.items() if k in PASSED_RESPONSE_HEADERS}
+    if method == "HEAD":
+        passed.pop("content-type", None)
+        return Response(status_code=204 if head_as_get and reply.is_success else status, headers=passed)
+    if status >= 400 and not _is_error_body(body):
+        return _wrapped_error(request, status, endpoint, body)
+    if mapped and reply.is_success:
+        body = remote.map_listing(endpoint, body, catalog.codec)
+    if reply.is_success and getattr(request.state, "list_filtered", False):
+        body = await _filtered_listing(request, template, body)
+    return Response(body, status_code=status, headers=passed)
+
+
+async def _filtered_listing(request: Request, template: str, body: bytes) -> bytes:
+    """An upstream listing cut down to what the caller may see (see ``access.listing``)."""
+    listing = json.loads(body)
+    if template.endswith("/namespaces"):
+        shown = await access.visible_namespaces(request, [tuple(ns) for ns in listing.get("namespaces") or ()])
+        listing["namespaces"] = [list(ns) for ns in shown]
+    else:
+        kind = SecurableType.VIEW if template.endswith("/views") else SecurableType.TABLE
+        idents = [TableIdent(tuple(i["namespace"]), i["name"]) for i in listing.get("identifiers") or ()]
+        shown_idents = await access.visible_objects(request, idents, kind)
+        listing["identifiers"] = [{"namespace": list(i.namespace), "name": i.name} for i in shown_idents]
+    return json.dumps(listing).encode()
+
+
+def _is_error_body(body: bytes) -> bool:
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return False
+    return isinstance(error, dict) and "type" in error and "message" in error
+
+
+def _wrapped_error(request: Request, status: int, endpoint: str, body: bytes) -> Response:
+    """An upstream error without an IcebergErrorResponse body (a gateway's HTML page, say)."""
+    if endpoint in remote.AMBIGUOUS and status in (500, 502, 504):
+        type_name = "CommitStateUnknownException"
+    else:
+        type_name = _FALLBACK_TYPES.get(status, "RESTException")
+    snippet = body[:200].decode("utf-8", "replace").strip()
+    message = f"The upstream catalog answered {status} without an Iceberg error body" + (
+        f": {snippet}" if snippet else ""
+    )
+    return error_response(request, status, type_name, message)

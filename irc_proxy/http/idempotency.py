@@ -1,0 +1,219 @@
+"""The spec's ``Idempotency-Key`` header: replay the finalized outcome of a mutation on retry.
+
+Finalized (stored and replayed): 2xx and deterministic 4xx, including 409. Not finalized: 5xx,
+and 4xx that depend on the moment rather than the request (401, 403, 408, 419, 429). A key is
+scoped to the authenticated principal and bound to the request it first came with (method, path,
+query and body): reusing it for another request is a 400. A duplicate that arrives while the
+first is still running waits for it and gets the same answer, on any replica (the outcomes live
+in the state database). This middleware must run inside ``Authentication`` (it needs the principal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from typing import Protocol
+
+from starlette.requests import Request
+from starlette.routing import compile_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.http.errors import error_response
+from irc_proxy.http.routes import OPERATIONS
+from irc_proxy.metrics import IDEMPOTENT_REPLAYS
+
+log = logging.getLogger("irc_proxy.idempotency")
+
+HEADER = b"idempotency-key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_NOT_FINAL = frozenset({401, 403, 408, 419, 429})
+_NO_KEY = frozenset({"reportMetrics"})  # the spec documents no Idempotency-Key there (and it changes nothing)
+WAIT_SECONDS = 150.0
+"""How long a duplicate waits for the first request (longer than the store's lease, so it can take over)."""
+
+
+class Claim(Protocol):
+    """``irc_proxy.stores.idempotency.Claim``: ``state`` is claimed, finished, mismatch or in-progress."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def owner(self) -> str: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def headers(self) -> list[tuple[str, str]]: ...
+    @property
+    def body(self) -> bytes: ...
+
+
+class OutcomeStore(Protocol):
+    """What this middleware needs of ``irc_proxy.stores.idempotency.IdempotencyStore``."""
+
+    async def claim(self, principal: str, key: str, fingerprint: str, wait_seconds: float) -> Claim: ...
+
+    async def finish(
+        self, principal: str, key: str, owner: str, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> None: ...
+
+    async def release(self, principal: str, key: str, owner: str) -> None: ...
+
+
+def _mutations() -> list[tuple[str, re.Pattern[str]]]:
+    patterns = []
+    for op in OPERATIONS:
+        if op.method in ("POST", "DELETE") and op.operation_id not in _NO_KEY:
+            for template in (op.template, op.template.replace("/{prefix}", "")):
+                regex, _format, _convertors = compile_path(template)  # "{name}": one path segment
+                patterns.append((op.method, regex))
+    return patterns
+
+
+MUTATIONS = _mutations()
+
+
+def accepts_key(method: str, path: str) -> bool:
+    """Whether ``method path`` is a mutation that honours ``Idempotency-Key``."""
+    return any(method == m and regex.match(path) for m, regex in MUTATIONS)
+
+
+def finalized(status: int) -> bool:
+    """Whether an outcome with ``status`` is stored and replayed."""
+    return 200 <= status < 300 or (400 <= status < 500 and status not in _NOT_FINAL)
+
+
+def fingerprint(scope: Scope, body: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (scope["method"].encode(), scope.get("raw_path") or scope["path"].encode(), scope["query_string"]):
+        digest.update(part + b"\0")
+    digest.update(body)
+    return digest.hexdigest()
+
+
+async def read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+class Idempotency:
+    """Claim the key, run the request once, store its outcome; replay it for duplicates."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope.get("state") or {}
+        store: OutcomeStore | None = state.get("idempotency")
+        key = dict(scope.get("headers") or []).get(HEADER) if scope["type"] == "http" else None
+        if key is None or store is None or not accepts_key(scope["method"], scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        text = key.decode("latin-1").strip()
+        if not _UUID.match(text):
+            await error_response(request, 400, "BadRequestException", "Idempotency-Key must be a UUID")(
+                scope, receive, send
+            )
+            return
+        body = await read_body(receive)
+        principal = str(state.get("principal", "anonymous"))
+        try:
+            claim = await store.claim(principal, text.lower(), fingerprint(scope, body), WAIT_SECONDS)
+        except ServiceUnavailable as exc:
+            await error_response(request, 503, "ServiceUnavailableException", exc.message)(scope, receive, send)
+            return
+        if claim.state == "claimed":
+            await self._run(scope, receive, send, body, _Owned(store, principal, text.lower(), claim.owner))
+        else:
+            await self._answer_without_running(request, claim, send)
+
+    async def _answer_without_running(self, request: Request, claim: Claim, send: Send) -> None:
+        if claim.state == "finished":
+            IDEMPOTENT_REPLAYS.inc()
+            headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in claim.headers]
+            headers.append((REPLAYED_HEADER.lower().encode(), b"true"))
+            await send({"type": "http.response.start", "status": claim.status, "headers": headers})
+            await send({"type": "http.response.body", "body": claim.body})
+            return
+        if claim.state == "mismatch":
+            response = error_response(
+                request, 400, "BadRequestException", "Idempotency-Key was already used for a different request"
+            )
+        else:
+            response = error_response(
+                request, 503, "ServiceUnavailableException", "A request with this Idempotency-Key is still running"
+            )
+            response.headers["Retry-After"] = "1"
+        await response(request.scope, request.receive, send)
+
+    async def _run(self, scope: Scope, receive: Receive, send: Send, body: bytes, claim: _Owned) -> None:
+        replayed = False
+
+        async def replay_receive() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def capturing_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if message["type"] != "http.response.body" or start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            await claim.settle(start, b"".join(chunks))
+            await send(start)
+            await send({"type": "http.response.body", "body": b"".join(chunks)})
+
+        try:
+            await self.app(scope, replay_receive, capturing_send)
+        finally:
+            await claim.abandon()
+
+
+class _Owned:
+    """One claimed key: settled exactly once, with the outcome or by giving it up."""
+
+    def __init__(self, store: OutcomeStore, principal: str, key: str, owner: str) -> None:
+        self.store, self.principal, self.key, self.owner = store, principal, key, owner
+        self.settled = False
+
+    async def settle(self, start: Message, body: bytes) -> None:
+        status = int(start["status"])
+        try:
+            if finalized(status):
+                headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start.get("headers", [])]
+                await self.store.finish(self.principal, self.key, self.owner, status, headers, body)
+            else:
+                await self.abandon()
+        except ServiceUnavailable as exc:
+            log.warning("could not store the outcome of Idempotency-Key %s: %s", self.key, exc.message)
+        self.settled = True
+
+    async def abandon(self) -> None:
+        if self.settled:
+            return
+        self.settled = True
+        try:
+            await self.store.release(self.principal, self.key, self.owner)
+        except ServiceUnavailable as exc:
+            log.warning("could not release Idempotency-Key %s: %s", self.key, exc.message)

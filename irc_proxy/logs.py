@@ -1,0 +1,51 @@
+"""Logging set-up: ``text`` or ``json`` lines, each carrying the id of the request it belongs to.
+
+``REQUEST_ID`` is set by the HTTP layer for the duration of a request; worker threads see it too
+(anyio copies the context into them), so any layer may read it, e.g. to pass it upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Literal
+
+REQUEST_ID: ContextVar[str] = ContextVar("irc_proxy_request_id", default="-")
+TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"
+
+
+class RequestIdFilter(logging.Filter):
+    """Stamp every record with the current request id (``-`` outside requests)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = REQUEST_ID.get()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, request_id (and the exception, if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        moment = datetime.fromtimestamp(record.created, UTC)
+        entry = {
+            "time": moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", REQUEST_ID.get()),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
+    """Send every logger's records to stderr in ``log_format`` (replacing earlier handlers)."""
+    handler = logging.StreamHandler()
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

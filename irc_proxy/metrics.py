@@ -1,0 +1,54 @@
+"""Prometheus metric objects, importable from every layer (they depend on nothing of ours).
+
+The HTTP layer serves them at ``/metrics`` (``irc_proxy/http/metrics.py``); other layers only increment.
+Label values must stay bounded: route *templates*, catalog names from the config, operation names.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+# Seconds; spans fast local metadata reads to slow commits through a remote catalog.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+REQUESTS = Counter(
+    "irc_proxy_http_requests_total",
+    "HTTP requests answered, by method, route template, status code and catalog.",
+    ["method", "route", "status", "catalog"],
+)
+REQUEST_LATENCY = Histogram(
+    "irc_proxy_http_request_duration_seconds",
+    "Time from receiving a request to sending the last byte of its response.",
+    ["method", "route", "catalog"],
+    buckets=LATENCY_BUCKETS,
+)
+BACKEND_CALL_LATENCY = Histogram(
+    "irc_proxy_backend_call_duration_seconds",
+    "Time spent in one call to a catalog backend (Glue, local SQL, remote REST), by catalog and operation.",
+    ["catalog", "operation"],
+    buckets=LATENCY_BUCKETS,
+)
+METADATA_CACHE_HITS = Counter(
+    "irc_proxy_metadata_cache_hits_total",
+    "Table metadata files served from the in-process cache.",
+)
+METADATA_CACHE_MISSES = Counter(
+    "irc_proxy_metadata_cache_misses_total",
+    "Table metadata files that had to be read from storage.",
+)
+STS_CALLS = Counter(
+    "irc_proxy_sts_calls_total",
+    "Calls to AWS STS (AssumeRole) made to vend storage credentials.",
+)
+COMMIT_CONFLICTS = Counter(
+    "irc_proxy_commit_conflicts_total",
+    "Table commits refused with 409 CommitFailedException (a requirement failed, or retries ran out).",
+)
+COMMIT_RETRIES = Counter(
+    "irc_proxy_commit_retries_total",
+    "Times a table commit was re-applied on fresh metadata after losing a compare-and-swap race.",
+)
+IDEMPOTENT_REPLAYS = Counter(
+    "irc_proxy_idempotent_replays_total",
+    "Mutations answered from a stored outcome because their Idempotency-Key was seen before.",
+)

@@ -1,0 +1,185 @@
+"""Idempotency-Key outcomes in the state database, so every replica replays the same answer.
+
+A request with a key first *claims* it by inserting an in-progress row (the primary key makes the
+insert the arbiter between replicas). The claimant stores the finished outcome, or deletes the row
+for an outcome that must not be replayed (5xx). Anyone else who meets an in-progress row polls
+until it is finished, released or stale (its owner presumably died: it may then take it over).
+Rows live for the advertised key lifetime and are purged opportunistically afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Engine,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    delete,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql import ColumnElement, Executable
+
+from irc_proxy.dberrors import database_errors
+from irc_proxy.threads import ThreadRunner
+
+RECORDS = Table(
+    "idempotency_record",
+    MetaData(),
+    Column("principal", String(255), primary_key=True),
+    Column("key", String(64), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("owner", String(32), nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("status", Integer, nullable=True),
+    Column("headers", Text, nullable=True),
+    Column("body", LargeBinary, nullable=True),
+)
+LEASE = timedelta(seconds=120)
+"""How long a claim may stay in progress before another request may take it over."""
+PURGE_INTERVAL_SECONDS = 60.0
+
+
+ClaimState = Literal["claimed", "finished", "mismatch", "in-progress"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What claiming a key found.
+
+    ``claimed``: the caller owns the key (``owner``) and must ``finish`` or ``release`` it;
+    ``finished``: the stored outcome (``status``, ``headers``, ``body``) to replay;
+    ``mismatch``: the key was first used for a different request;
+    ``in-progress``: another request holds the key and has not finished yet.
+    """
+
+    state: ClaimState
+    owner: str = ""
+    status: int = 0
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+
+IN_PROGRESS = Claim("in-progress")
+MISMATCH = Claim("mismatch")
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class IdempotencyStore:
+    """Claim, finish and replay Idempotency-Key outcomes; ``lifetime`` is the advertised key lifetime."""
+
+    def __init__(self, engine: Engine, threads: ThreadRunner, lifetime: timedelta, lease: timedelta = LEASE) -> None:
+        self._engine = engine
+        self._threads = threads
+        self._lifetime = lifetime
+        self._lease = lease
+        self._purged_at = 0.0
+
+    async def claim(self, principal: str, key: str, fingerprint: str, wait_seconds: float) -> Claim:
+        """Claim ``key``, or return its outcome; wait up to ``wait_seconds`` while another request holds it."""
+        deadline = time.monotonic() + wait_seconds
+        delay = 0.01
+        while True:
+            result = await self._threads.run(self._claim_once, principal, key, fingerprint)
+            if result.state != "in-progress" or time.monotonic() >= deadline:
+                return result
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    async def finish(
+        self, principal: str, key: str, owner: str, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> None:
+        """Store the outcome of the claim ``owner`` holds (a lost claim stores nothing)."""
+        values = {"status": status, "headers": json.dumps(headers), "body": body}
+        await self._threads.run(self._execute, update(RECORDS).where(self._owned(principal, key, owner)).values(values))
+
+    async def release(self, principal: str, key: str, owner: str) -> None:
+        """Give the key up without an outcome (the request failed in a way that must not be replayed)."""
+        await self._threads.run(self._execute, delete(RECORDS).where(self._owned(principal, key, owner)))
+
+    async def purge(self) -> int:
+        """Delete every expired record; returns how many."""
+        return await self._threads.run(self._purge)
+
+    # Blocking parts, run in worker threads ----------------------------------------------------
+    @staticmethod
+    def _owned(principal: str, key: str, owner: str) -> ColumnElement[bool]:
+        return and_(
+            RECORDS.c.principal == principal,
+            RECORDS.c.key == key,
+            RECORDS.c.owner == owner,
+            RECORDS.c.status.is_(None),
+        )
+
+    def _execute(self, statement: Executable) -> None:
+        with database_errors("State database"), self._engine.begin() as conn:
+            conn.execute(statement)
+
+    def _purge(self) -> int:
+        with database_errors("State database"), self._engine.begin() as conn:
+            result = conn.execute(delete(RECORDS).where(RECORDS.c.expires_at < datetime.now(UTC)))
+        self._purged_at = time.monotonic()
+        return int(result.rowcount)
+
+    def _claim_once(self, principal: str, key: str, fingerprint: str) -> Claim:
+        if time.monotonic() - self._purged_at > min(PURGE_INTERVAL_SECONDS, self._lifetime.total_seconds()):
+            self._purge()
+        with database_errors("State database"):
+            for _ in range(3):
+                now, owner = datetime.now(UTC), uuid.uuid4().hex
+                row = {"principal": principal, "key": key, "fingerprint": fingerprint, "owner": owner}
+                try:
+                    with self._engine.begin() as conn:
+                        conn.execute(insert(RECORDS).values(**row, claimed_at=now, expires_at=now + self._lifetime))
+                    return Claim("claimed", owner)
+                except IntegrityError:
+                    pass
+                result = self._existing(principal, key, fingerprint, now)
+                if result is not None:
+                    return result
+        return IN_PROGRESS
+
+    def _existing(self, principal: str, key: str, fingerprint: str, now: datetime) -> Claim | None:
+        """What the row that won the insert says; None when it went away (expired or released): try again."""
+        where = and_(RECORDS.c.principal == principal, RECORDS.c.key == key)
+        with self._engine.begin() as conn:
+            row = conn.execute(select(RECORDS).where(where)).first()
+            if row is None:
+                return None
+            if _utc(row.expires_at) <= now:
+                conn.execute(delete(RECORDS).where(where, RECORDS.c.owner == row.owner))
+                return None
+            if row.fingerprint != fingerprint:
+                return MISMATCH
+            if row.status is not None:
+                headers = [(str(name), str(value)) for name, value in json.loads(row.headers or "[]")]
+                return Claim("finished", status=int(row.status), headers=headers, body=bytes(row.body or b""))
+            if _utc(row.claimed_at) + self._lease > now:
+                return IN_PROGRESS
+            owner = uuid.uuid4().hex
+            taken = conn.execute(
+                update(RECORDS)
+                .where(where, RECORDS.c.owner == row.owner, RECORDS.c.status.is_(None))
+                .values(owner=owner, claimed_at=now)
+            )
+            return Claim("claimed", owner) if taken.rowcount == 1 else IN_PROGRESS

@@ -1,0 +1,140 @@
+"""Vended credentials follow the caller's privileges: read-only, read-write, or none (``credentials.*``).
+
+Glue and S3 on moto's server, STS behind the recording ``FakeSts`` front, the proxy in ``oauth2`` mode
+with grants made through the admin API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from irc_proxy.handling.authn import hash_secret
+from tests.support.aws import client, moto_server
+from tests.support.fake_sts import FakeSts, fake_sts
+from tests.support.iam_policy import allowed, object_arn
+from tests.support.rest import SCHEMA, assert_error
+from tests.support.server import ProxyProcess
+from tests.support.vending import DELEGATION, create_role, vending_catalog_config
+
+BUCKET = "irc-vending-authz"
+CATALOG = "vend"
+ROOT_SECRET = "root-secret-vending"
+MGMT = "/management/v1"
+TABLE = f"/v1/{CATALOG}/namespaces/shop/tables/orders"
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[str]:
+    with moto_server() as endpoint:
+        httpx.post(f"{endpoint}/moto-api/reset")
+        client("s3", endpoint).create_bucket(Bucket=BUCKET)
+        create_role(client("iam", endpoint))
+        yield endpoint
+        httpx.post(f"{endpoint}/moto-api/reset")
+
+
+@pytest.fixture(scope="module")
+def sts(moto: str) -> Iterator[FakeSts]:
+    with fake_sts(moto) as fake:
+        yield fake
+
+
+def bearer_client(url: str, client_id: str, secret: str) -> httpx.Client:
+    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
+    assert response.status_code == 200, response.text
+    token = response.json()["access_token"]
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def proxy(moto: str, sts: FakeSts, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+    config = (
+        f'[auth]\nmode = "oauth2"\nadmins = ["root"]\n[[auth.clients]]\nid = "root"\n'
+        f'secret_hash = "{hash_secret(ROOT_SECRET)}"\nprincipal = "root"\n'
+    )
+    server = ProxyProcess(
+        tmp_path_factory.mktemp("vend-authz"), config + vending_catalog_config(CATALOG, moto, sts.url, BUCKET)
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def callers(proxy: ProxyProcess) -> Iterator[dict[str, httpx.Client]]:
+    """Clients of principals with different grants on namespace ``shop`` (table ``orders`` exists)."""
+    root = bearer_client(proxy.url, "root", ROOT_SECRET)
+    assert root.post(f"/v1/{CATALOG}/namespaces", json={"namespace": ["shop"]}).status_code == 200
+    created = root.post(f"/v1/{CATALOG}/namespaces/shop/tables", json={"name": "orders", "schema": SCHEMA})
+    assert created.status_code == 200, created.text
+    profiles = {
+        "reader": ["table.read", "credentials.read"],
+        "writer": ["table.write", "credentials.write"],
+        "plain": ["table.read"],
+        "keys-only": ["credentials.write"],
+    }
+    clients = {"root": root}
+    for name, privileges in profiles.items():
+        assert root.post(f"{MGMT}/roles", json={"name": name}).status_code == 201
+        for privilege in privileges:
+            grant = {"catalog": CATALOG, "namespace": ["shop"], "privilege": privilege}
+            assert root.post(f"{MGMT}/roles/{name}/grants", json=grant).status_code == 201
+        principal = root.post(f"{MGMT}/principals", json={"name": name, "roles": [name]}).json()
+        clients[name] = bearer_client(proxy.url, name, principal["credentials"]["client-secret"])
+    yield clients
+    for session in clients.values():
+        session.close()
+
+
+def policy_of(sts: FakeSts) -> dict[str, Any]:
+    [call] = sts.assume_role_calls()
+    policy: dict[str, Any] = json.loads(call["Policy"])
+    return policy
+
+
+def test_reader_gets_read_only_credentials(callers: dict[str, httpx.Client], sts: FakeSts) -> None:
+    sts.reset()
+    response = callers["reader"].get(TABLE, headers=DELEGATION)
+    assert response.status_code == 200, response.text
+    assert response.json()["storage-credentials"]
+    [call] = sts.assume_role_calls()
+    assert call["RoleSessionName"] == "irc-proxy@reader"
+    policy = json.loads(call["Policy"])
+    data_file = object_arn(BUCKET, "wh/shop/orders/data/part-0.parquet")
+    assert allowed(policy, "s3:GetObject", data_file)
+    assert not allowed(policy, "s3:PutObject", data_file) and not allowed(policy, "s3:DeleteObject", data_file)
+
+
+def test_writer_gets_read_write_credentials(callers: dict[str, httpx.Client], sts: FakeSts) -> None:
+    sts.reset()
+    response = callers["writer"].get(f"{TABLE}/credentials")
+    assert response.status_code == 200, response.text
+    assert response.json()["storage-credentials"][0]["config"]["s3.session-token"]
+    data_file = object_arn(BUCKET, "wh/shop/orders/data/part-0.parquet")
+    policy = policy_of(sts)
+    assert allowed(policy, "s3:PutObject", data_file) and allowed(policy, "s3:GetObject", data_file)
+
+
+def test_without_a_delegation_privilege_a_load_has_no_credentials(
+    callers: dict[str, httpx.Client], sts: FakeSts
+) -> None:
+    sts.reset()
+    loaded = callers["plain"].get(TABLE, headers=DELEGATION)
+    assert loaded.status_code == 200 and "storage-credentials" not in loaded.json()
+    assert not any(key.startswith("s3.session") for key in loaded.json().get("config", {}))
+    refused = callers["plain"].get(f"{TABLE}/credentials")
+    assert_error(refused, 403, "ForbiddenException", "credentials.read on table vend.shop.orders")
+    assert sts.assume_role_calls() == []
+
+
+def test_credentials_privilege_alone_does_not_reach_the_data(callers: dict[str, httpx.Client], sts: FakeSts) -> None:
+    sts.reset()
+    assert_error(callers["keys-only"].get(f"{TABLE}/credentials"), 403, "ForbiddenException", "table.read")
+    assert_error(callers["keys-only"].get(TABLE, headers=DELEGATION), 403, "ForbiddenException", "table.read")
+    assert sts.assume_role_calls() == []
