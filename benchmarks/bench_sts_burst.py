@@ -7,6 +7,10 @@ recording front (``tests.support.fake_sts``) that counts AssumeRole calls and ho
 asyncio client to a real ``irc-proxy serve`` process; a second burst follows once the credentials are
 cached. The baseline is a proxy without a cache: one AssumeRole per load (500).
 Goal: the burst costs at most 1 STS call (ratio <= 1/500). Quick mode: 100 loads.
+
+moto's state is process-wide (``make bench`` runs every module in one process, and ``glue_load``
+creates its own ``bench`` database, bucket and tables first), so the run starts by resetting moto and
+uses names of its own: it can be run again, alone or after any other benchmark.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from tests.support.vending import DELEGATION, create_role, vending_catalog_confi
 
 BUCKET = "irc-bench-sts"
 CATALOG = "vend"
+NAMESPACE = "sts_burst"
 STS_LATENCY = 0.2
 
 
@@ -43,17 +48,19 @@ async def burst(url: str, count: int) -> tuple[float, set[str]]:
 def run(quick: bool = False) -> list[dict[str, object]]:
     loads = 100 if quick else 500
     with quiet_moto() as moto, fake_sts(moto) as sts:
+        httpx.post(f"{moto}/moto-api/reset").raise_for_status()  # nothing left from an earlier benchmark
         client("s3", moto).create_bucket(Bucket=BUCKET)
         create_role(client("iam", moto))
         with served_proxy(vending_catalog_config(CATALOG, moto, sts.url, BUCKET)) as proxy:
             api = f"{proxy.url}/v1/{CATALOG}"
-            httpx.post(f"{api}/namespaces", json={"namespace": ["bench"]}).raise_for_status()
-            httpx.post(f"{api}/namespaces/bench/tables", json={"name": "hot", "schema": SCHEMA}).raise_for_status()
+            httpx.post(f"{api}/namespaces", json={"namespace": [NAMESPACE]}).raise_for_status()
+            tables = f"{api}/namespaces/{NAMESPACE}/tables"
+            httpx.post(tables, json={"name": "hot", "schema": SCHEMA}).raise_for_status()
             sts.reset()
             sts.delay = STS_LATENCY
-            cold_seconds, cold_keys = asyncio.run(burst(f"{api}/namespaces/bench/tables/hot", loads))
+            cold_seconds, cold_keys = asyncio.run(burst(f"{tables}/hot", loads))
             cold_calls = len(sts.assume_role_calls())
-            warm_seconds, warm_keys = asyncio.run(burst(f"{api}/namespaces/bench/tables/hot", loads))
+            warm_seconds, warm_keys = asyncio.run(burst(f"{tables}/hot", loads))
             warm_calls = len(sts.assume_role_calls()) - cold_calls
     if len(cold_keys | warm_keys) != 1:
         raise RuntimeError(f"expected one set of credentials, got {len(cold_keys | warm_keys)}")

@@ -32,12 +32,11 @@ from irc_proxy.handling.oidc import OidcAuthenticator
 from irc_proxy.handling.vending import Vending
 from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
-from irc_proxy.http.audit import AuditTrail
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.idempotency import Idempotency
-from irc_proxy.http.metrics import RequestMetrics, metrics
-from irc_proxy.http.middleware import BodyLimit, DrainUnreadBody, RawPathRouting, RequestContext
-from irc_proxy.http.routes import OPERATIONS, catalog_routes
+from irc_proxy.http.metrics import metrics
+from irc_proxy.http.middleware import BodyLimit, Edge
+from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
 from irc_proxy.settings import AuthSettings, Settings
 from irc_proxy.stores.audit_query import AuditReader
 from irc_proxy.stores.authz import AuthzStore
@@ -187,18 +186,15 @@ def create_app(settings: Settings) -> Starlette:
         *catalog_routes(OPERATIONS),
         *ADMIN_ROUTES,
     ]
-    return Starlette(
-        routes=routes,
+    app = Starlette(
         middleware=[
-            Middleware(RequestContext),
-            Middleware(AuditTrail),
-            Middleware(DrainUnreadBody),
-            Middleware(RawPathRouting),
-            Middleware(RequestMetrics),
+            # Edge: request id, timing, raw-path routing, draining, metrics, audit hand-off, access log.
+            Middleware(Edge),
             Middleware(auth.Authentication),
             Middleware(BodyLimit, limit=settings.server.max_body_bytes),
             Middleware(Idempotency),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=lifespan,
     )
+    app.router = SegmentRouter(routes, lifespan=lifespan)  # Starlette's router, indexed by segment count
+    return app

@@ -65,15 +65,22 @@ class _Drops:
 
 
 class _QueuedSink:
-    """A bounded queue and the task that drains it in batches through ``write``."""
+    """A bounded queue and the task that drains it in batches through ``write``.
+
+    While records keep coming (the last write was less than ``5 * linger_seconds`` ago), the task
+    waits ``linger_seconds`` before taking a batch, so a busy server writes a few large batches
+    instead of one small transaction per request; after a pause the first record goes out at once.
+    """
 
     name = "sink"
+    linger_seconds = 0.0
 
     def __init__(self, queue_size: int, batch_size: int) -> None:
         self.queue: asyncio.Queue[AuditRecord] = asyncio.Queue(queue_size)
         self.batch_size = batch_size
         self.drops = _Drops(self.name)
         self._task: asyncio.Task[None] | None = None
+        self._last_write = -1e9
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._drain(), name=f"audit-{self.name}")
@@ -90,6 +97,8 @@ class _QueuedSink:
     async def _drain(self) -> None:
         while True:
             batch = [await self.queue.get()]
+            if self.linger_seconds and time.monotonic() - self._last_write < 5 * self.linger_seconds:
+                await asyncio.sleep(self.linger_seconds)
             while len(batch) < self.batch_size and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
             try:
@@ -99,6 +108,7 @@ class _QueuedSink:
             except Exception as exc:
                 self.drops.add(len(batch), f"{type(exc).__name__}: {exc}")
             finally:
+                self._last_write = time.monotonic()
                 for _ in batch:
                     self.queue.task_done()
 
@@ -118,6 +128,7 @@ class DatabaseSink(_QueuedSink):
     """Batch-inserts into ``audit_record`` (in a worker thread)."""
 
     name = "database"
+    linger_seconds = 0.02
 
     def __init__(self, engine: Engine, queue_size: int, batch_size: int) -> None:
         super().__init__(queue_size, batch_size)
@@ -128,7 +139,7 @@ class DatabaseSink(_QueuedSink):
             conn.execute(insert(AuditRecordRow), rows)
 
     async def write(self, batch: Sequence[AuditRecord]) -> None:
-        await asyncio.to_thread(self._insert, [asdict(record) for record in batch])
+        await asyncio.to_thread(self._insert, [dict(vars(record)) for record in batch])  # flat: no asdict copy
 
 
 def cloudevent(record: AuditRecord) -> dict[str, Any]:

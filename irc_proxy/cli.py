@@ -8,6 +8,7 @@ import datetime
 import logging
 import math
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -72,7 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"irc-proxy: {exc}", file=sys.stderr)
         return 2
     if args.command != "serve":
-        return _run_command(settings, args)
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from irc_proxy.errors import CatalogError
+
+        try:
+            return _run_command(settings, args)
+        except (SQLAlchemyError, CatalogError) as exc:
+            print(f"irc-proxy: {database_failure(exc)}", file=sys.stderr)
+            return 1
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     if overrides:
         settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
@@ -132,7 +141,10 @@ def database(settings: Settings, action: str) -> int:
     try:
         if action == "upgrade":
             before, after = upgrade(engine)
-            print(f"state database upgraded: {before or 'empty'} -> {after}")
+            if before == after:
+                print(f"state database is up to date: {after}")
+            else:
+                print(f"state database upgraded: {before or 'empty'} -> {after}")
         else:
             current, head = current_revision(engine), head_revision()
             print(f"state database revision: {current or 'none'} (this irc-proxy needs {head})")
@@ -140,6 +152,13 @@ def database(settings: Settings, action: str) -> int:
     finally:
         engine.dispose()
     return 0
+
+
+def database_failure(exc: Exception) -> str:
+    """One line about a failed state database call (no stack trace, no password of a URL)."""
+    message = getattr(exc, "message", None) or str(getattr(exc, "orig", None) or exc)
+    first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+    return "state database: " + re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", first)
 
 
 def _utc(text: str | None) -> datetime.datetime | None:
@@ -156,7 +175,7 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
     import json
 
     from irc_proxy.stores.audit_query import query_audit
-    from irc_proxy.stores.db import create_state_engine
+    from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
 
     try:
         since, until = _utc(args.since), _utc(args.until)
@@ -164,6 +183,12 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
         print(f"irc-proxy: --since/--until: {exc}", file=sys.stderr)
         return 2
     engine = create_state_engine(settings.state.database_url)
+    try:
+        ensure_schema(engine, settings.state.auto_upgrade)
+    except SchemaOutOfDate as exc:
+        engine.dispose()
+        print(f"irc-proxy: {exc}", file=sys.stderr)
+        return 2
     try:
         records = query_audit(
             engine, since=since, until=until, principal=args.principal, object_prefix=args.object, limit=args.limit
@@ -186,19 +211,15 @@ def serve(settings: Settings) -> int:
     """Run hypercorn until SIGINT/SIGTERM."""
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
+    from hypercorn.utils import LifespanFailureError
 
     from irc_proxy.app import create_app
     from irc_proxy.logs import configure_logging
-    from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
 
-    engine = create_state_engine(settings.state.database_url)
-    try:
-        ensure_schema(engine, settings.state.auto_upgrade)
-    except SchemaOutOfDate as exc:
-        print(f"irc-proxy: refusing to start: {exc}", file=sys.stderr)
+    problem = listen_problem(settings.server.host, settings.server.port) or state_database_problem(settings)
+    if problem:
+        print(f"irc-proxy: refusing to start: {problem}", file=sys.stderr)
         return 2
-    finally:
-        engine.dispose()
     server = settings.server
     configure_logging(server.log_level, server.log_format)
     config = Config()
@@ -233,5 +254,52 @@ def serve(settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
         await hypercorn_serve(create_app(settings), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except LifespanFailureError as exc:  # a catalog could not be set up: say why in one line
+        log.debug("start-up failed: %s", exc)
+        print(f"irc-proxy: refusing to start: {startup_failure(str(exc))}", file=sys.stderr)
+        return 2
     return 0
+
+
+def listen_problem(host: str, port: int) -> str:
+    """Why the server could not listen on ``host:port`` ("" when it can), e.g. the port is in use."""
+    import socket
+
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as hypercorn binds
+            sock.bind(address)
+    except OSError as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return ""
+
+
+def state_database_problem(settings: Settings) -> str:
+    """Why ``serve`` cannot use the state database ("" when it can); a new, empty one is initialised."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
+
+    try:
+        engine = create_state_engine(settings.state.database_url)
+    except SQLAlchemyError as exc:
+        return database_failure(exc)
+    try:
+        ensure_schema(engine, settings.state.auto_upgrade)
+    except SchemaOutOfDate as exc:
+        return str(exc)
+    except SQLAlchemyError as exc:
+        return database_failure(exc)
+    finally:
+        engine.dispose()
+    return ""
+
+
+def startup_failure(traceback_text: str) -> str:
+    """The exception line of the traceback hypercorn reports for a failed start-up (passwords masked)."""
+    lines = [line for line in traceback_text.splitlines() if re.match(r"^[\w.]+(Error|Exception)\b", line)]
+    last = lines[-1] if lines else "see the log (log_level = debug)"
+    return re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", last)

@@ -338,6 +338,17 @@ class Settings(_Strict):
     audit: AuditSettings = AuditSettings()
     catalogs: dict[str, CatalogSettings] = Field(default_factory=dict)
 
+    @field_validator("catalogs", mode="before")
+    @classmethod
+    def _kind_defaults_to_local(cls, value: object) -> object:
+        """``kind`` may be left out (TOML or ``IRC_PROXY_CATALOGS__<NAME>__...``): it defaults to ``local``."""
+        if not isinstance(value, dict):
+            return value
+        return {
+            name: {"kind": "local", **table} if isinstance(table, dict) and "kind" not in table else table
+            for name, table in value.items()
+        }
+
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:
         data = Path(self.data_dir).expanduser().resolve()
@@ -410,9 +421,14 @@ def _set_path(tree: dict[str, Any], path: list[str], value: str, env_key: str) -
 def _describe(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"] if part not in ("local", "glue", "rest")) or "(top level)"
+        loc = list(error["loc"])
+        if len(loc) > 2 and loc[0] == "catalogs" and loc[2] in ("local", "glue", "rest"):
+            del loc[2]  # the union's tag, not a key the user wrote
+        key = ".".join(str(part) for part in loc)
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown key"
-        lines.append(f"{key}: {message}")
+        elif error["type"] == "value_error":
+            message = message.removeprefix("Value error, ")
+        lines.append(f"{key}: {message}" if loc else message)  # model-level messages name their keys
     return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -34,6 +34,7 @@ class TimedBackend:
             with histogram.time():
                 return await method(*args, **kwargs)
 
+        self.__dict__[name] = timed  # built once: later lookups find it without calling __getattr__
         return timed
 
 

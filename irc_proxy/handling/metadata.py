@@ -20,7 +20,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy import metrics
 from irc_proxy.backends.base import Backend
-from irc_proxy.errors import BadRequest, NotFound
+from irc_proxy.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable
 from irc_proxy.threads import ThreadRunner
 
 METADATA_PATH = "write.metadata.path"
@@ -189,7 +189,12 @@ class MetadataFiles:
 
         def write() -> None:
             io = self._backend.file_io(location, metadata.properties)
-            ToOutputFile.table_metadata(metadata, io.new_output(location))
+            try:
+                ToOutputFile.table_metadata(metadata, io.new_output(location))
+            except PermissionError as exc:
+                raise Forbidden(f"Cannot write metadata file {location}: permission denied") from exc
+            except OSError as exc:  # storage unreachable or refusing: nothing was committed, a retry may work
+                raise ServiceUnavailable(f"Cannot write metadata file {location}: {exc}") from exc
             self.cache.put(location, metadata)
 
         await self._threads.run(write)

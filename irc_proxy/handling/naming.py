@@ -55,7 +55,9 @@ class NamespaceCodec:
         validate_namespace(namespace)
         flat = self.separator.join(self._escape(level) for level in namespace)
         if len(flat.encode()) > MAX_NAME_LENGTH:
-            raise BadRequest(f"Namespace name is too long (over {MAX_NAME_LENGTH} bytes): {display(namespace)}")
+            shown = display(namespace)
+            shown = shown if len(shown) <= 80 else shown[:80] + "..."
+            raise BadRequest(f"Namespace name is too long (over {MAX_NAME_LENGTH} bytes): {shown}")
         return flat
 
     def from_flat(self, flat: str) -> Namespace:

@@ -27,6 +27,7 @@ from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_met
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, collect
+from irc_proxy.handling.rebase import AppendRebase
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
 from irc_proxy.handling.views_index import ViewIndex
 from irc_proxy.metrics import COMMIT_CONFLICTS, COMMIT_RETRIES
@@ -89,6 +90,7 @@ class Tables:
         self._views = views
         self.files = files
         self._locks = KeyedLocks()
+        self._rebase = AppendRebase(backend)
 
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
@@ -209,10 +211,11 @@ class Tables:
             base = await self.files.read(current)
         try:
             commits.check_requirements(change.requirements, base)
+            updates = await self._rebase(base, change.requirements, change.updates)  # stale blind appends
         except CommitFailed:
             COMMIT_CONFLICTS.inc()
             raise
-        new = commits.apply_updates(base, change.updates, current)
+        new = commits.apply_updates(base, updates, current)
         if base is not None and current is not None and new == base:
             return LoadedTable(current, base)
         location = new_metadata_location(new, metadata_version(current) + 1 if current else 0)

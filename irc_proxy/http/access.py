@@ -318,4 +318,5 @@ async def uses_catalog(request: Request, catalog: str) -> None:
     held = await grants(request)
     if held.admin or held.uses_catalog(catalog):
         return
-    raise Forbidden(f"Principal {parsing.principal(request)} is not authorized: catalog.use on catalog {catalog}")
+    who = parsing.principal(request)
+    raise Forbidden(f"Principal {who} is not authorized: catalog.use on catalog {catalog} is required")

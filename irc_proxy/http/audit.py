@@ -1,4 +1,4 @@
-"""The audit middleware: one record per request that reached a catalog operation.
+"""The audit hand-off: one record per request that reached a catalog operation.
 
 The operation's endpoint (``routes._dispatch``, ``meta.get_config``) names itself in
 ``scope["state"]`` (``audit_operation``, ``audit_params``); requests that never get there
@@ -7,11 +7,8 @@ The operation's endpoint (``routes._dispatch``, ``meta.get_config``) names itsel
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import unquote_plus
-
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.audit import Auditor, AuditRecord, now
 from irc_proxy.errors import BadRequest
@@ -33,42 +30,31 @@ def object_path(params: dict[str, Any], separator: str) -> str | None:
     return ".".join(parts)
 
 
-class AuditTrail:
-    """Hands each request's record to the lifespan's ``auditor`` (never blocking).
+def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None:
+    """Hand the request's record to the lifespan's ``auditor`` (never blocking), if it reached an operation.
 
-    The start time and status come from ``RequestContext``, which must wrap this middleware.
+    Called by ``irc_proxy.http.middleware.Edge`` once the response is sent (or the request failed).
     """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            state = scope.get("state") or {}
-            auditor: Auditor | None = state.get("auditor")
-            operation = state.get("audit_operation")
-            if auditor is not None and operation is not None:
-                params = state.get("audit_params") or {}
-                settings = state.get("settings")
-                separator = settings.server.namespace_separator if settings is not None else ":"
-                prefix = params.get("prefix")
-                catalogs = state.get("catalogs")
-                auditor.submit(
-                    AuditRecord(
-                        time=now(),
-                        principal=str(state.get("principal", "anonymous")),
-                        operation=operation,
-                        catalog=unquote_plus(prefix) if prefix is not None else getattr(catalogs, "default", None),
-                        object=state.get("audit_object") or object_path(params, separator),
-                        status=int(state.get("status", 500)),
-                        request_id=str(state.get("request_id", "")),
-                        latency_ms=(time.perf_counter() - state.get("started", time.perf_counter())) * 1000,
-                        decision=str(state.get("audit_decision", "allowed")),
-                        reason=state.get("audit_reason"),
-                    )
-                )
+    auditor: Auditor | None = state.get("auditor")
+    operation = state.get("audit_operation")
+    if auditor is None or operation is None or not auditor.settings.enabled:
+        return
+    params = state.get("audit_params") or {}
+    settings = state.get("settings")
+    separator = settings.server.namespace_separator if settings is not None else ":"
+    prefix = params.get("prefix")
+    catalogs = state.get("catalogs")
+    auditor.submit(
+        AuditRecord(
+            time=now(),
+            principal=str(state.get("principal", "anonymous")),
+            operation=operation,
+            catalog=unquote_plus(prefix) if prefix is not None else getattr(catalogs, "default", None),
+            object=state.get("audit_object") or object_path(params, separator),
+            status=int(status),
+            request_id=str(state.get("request_id", "")),
+            latency_ms=latency_ms,
+            decision=str(state.get("audit_decision", "allowed")),
+            reason=state.get("audit_reason"),
+        )
+    )

@@ -55,8 +55,11 @@ class Authentication:
             return
         state = scope.setdefault("state", {})
         authenticator: Authenticator = state["authenticator"]
-        headers = dict(scope.get("headers") or [])
-        token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
+        authorization = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                authorization = value  # the last one, as a dict of the headers would keep
+        token = bearer_token(authorization.decode("latin-1")) if authorization else None
         principal = ANONYMOUS
         try:
             if token is not None:

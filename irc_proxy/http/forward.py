@@ -42,6 +42,7 @@ PASSED_REQUEST_HEADERS = frozenset(
         "user-agent",
     }
 )
+_PASSED_RAW = frozenset(name.encode() for name in PASSED_REQUEST_HEADERS)
 PASSED_RESPONSE_HEADERS = frozenset({"content-type", "etag", "retry-after", "cache-control", "www-authenticate"})
 _FALLBACK_TYPES = {
     400: "BadRequestException",
@@ -104,7 +105,7 @@ async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Respons
     if mapped:
         content = remote.map_request(endpoint, content, catalog.codec)
     head_as_get = method == "HEAD" and endpoint not in upstream.discovered.endpoints
-    headers = [(k, v) for k, v in request.headers.items() if k in PASSED_REQUEST_HEADERS]
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"] if k in _PASSED_RAW]
     try:
         reply = await upstream.send(
             "GET" if head_as_get else method,

@@ -62,10 +62,13 @@ class OutcomeStore(Protocol):
     async def release(self, principal: str, key: str, owner: str) -> None: ...
 
 
+_KEYED_METHODS = frozenset({"POST", "DELETE"})
+
+
 def _mutations() -> list[tuple[str, re.Pattern[str]]]:
     patterns = []
     for op in OPERATIONS:
-        if op.method in ("POST", "DELETE") and op.operation_id not in _NO_KEY:
+        if op.method in _KEYED_METHODS and op.operation_id not in _NO_KEY:
             for template in (op.template, op.template.replace("/{prefix}", "")):
                 regex, _format, _convertors = compile_path(template)  # "{name}": one path segment
                 patterns.append((op.method, regex))
@@ -112,9 +115,12 @@ class Idempotency:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _KEYED_METHODS:  # reads: nothing to do
+            await self.app(scope, receive, send)
+            return
         state = scope.get("state") or {}
         store: OutcomeStore | None = state.get("idempotency")
-        key = dict(scope.get("headers") or []).get(HEADER) if scope["type"] == "http" else None
+        key = dict(scope["headers"]).get(HEADER)
         if key is None or store is None or not accepts_key(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return

@@ -1,17 +1,17 @@
-"""Prometheus exposition (``GET /metrics``, outside auth) and the per-request metrics middleware."""
+"""Prometheus exposition (``GET /metrics``, outside auth) and the per-request metrics (``observe``)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import unquote_plus
+from weakref import WeakKeyDictionary
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from irc_proxy.metrics import REQUEST_LATENCY, REQUESTS
 
@@ -51,40 +51,38 @@ def catalog_label(scope: Scope, template: str, params: dict[str, Any]) -> str:
     if prefix is None:
         return str(catalogs.default)
     name = unquote_plus(prefix)
-    return name if name in {c.name for c in catalogs.all()} else UNMATCHED  # unknown prefixes: no new labels
+    names = _CATALOG_NAMES.get(catalogs)
+    if names is None:
+        names = _CATALOG_NAMES[catalogs] = frozenset(c.name for c in catalogs.all())
+    return name if name in names else UNMATCHED  # unknown prefixes: no new labels
 
 
-class RequestMetrics:
-    """Count and time every HTTP request by method, route template, status and catalog.
+_CATALOG_NAMES: WeakKeyDictionary[Any, frozenset[str]] = WeakKeyDictionary()
+_Children = tuple[Any, Any]
+_CHILDREN: dict[tuple[str, str, int, str], _Children] = {}
+"""The labelled counter and histogram of each label set seen (as bounded as the labels themselves):
+``labels()`` takes a lock and builds a key on every call."""
 
-    Must run inside ``RawPathRouting`` with nothing between it and the router that copies the
-    scope: the router records the matched route in the scope this middleware reads afterwards.
+
+def observe(scope: Scope, status: int, seconds: float) -> None:
+    """Count and time one answered request by method, route template, status and catalog.
+
+    ``scope`` is the one the router saw (it records the matched route there); requests answered
+    before routing (a 401, an idempotent replay) are matched here.
     """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_noting_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_noting_status)
-        finally:
-            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
-            route, params = routed(scope)
-            catalog = catalog_label(scope, route, params)
-            REQUESTS.labels(method, route, str(status), catalog).inc()
-            REQUEST_LATENCY.labels(method, route, catalog).observe(time.perf_counter() - started)
+    method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+    route, params = routed(scope)
+    catalog = catalog_label(scope, route, params)
+    key = (method, route, status, catalog)
+    children = _CHILDREN.get(key)
+    if children is None:
+        children = (
+            REQUESTS.labels(method, route, str(status), catalog),
+            REQUEST_LATENCY.labels(method, route, catalog),
+        )
+        _CHILDREN[key] = children
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})

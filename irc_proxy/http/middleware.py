@@ -1,4 +1,10 @@
-"""Pure ASGI middleware: raw-path routing, request ids, the access log and the body size limit."""
+"""Pure ASGI middleware: the per-request ``Edge`` (ids, raw-path routing, draining, metrics, audit,
+access log) and the body size limit.
+
+One outer layer does everything that only decorates the scope or watches ``send``: each extra layer
+costs a coroutine frame and a ``send``/``receive`` wrapper per request, and on the load path the
+pipeline used to cost more than the handler.
+"""
 
 from __future__ import annotations
 
@@ -10,106 +16,105 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from irc_proxy.http.audit import submit_record
 from irc_proxy.http.errors import error_response
+from irc_proxy.http.metrics import observe
 from irc_proxy.logs import REQUEST_ID
 
 access_log = logging.getLogger("irc_proxy.access")
+_HTTP1 = frozenset({"1.0", "1.1"})
 
 
-class RawPathRouting:
-    """Route on the still-encoded path.
+def _request_headers(scope: Scope) -> tuple[bytes, bool]:
+    """The ``X-Request-Id`` the client sent (the last one; empty if none) and whether a body may follow."""
+    sent, body = b"", False
+    for name, value in scope["headers"]:
+        if name == b"x-request-id":
+            sent = value
+        elif name == b"content-length":
+            body = value != b"0"
+        elif name == b"transfer-encoding":
+            body = True
+    # HTTP/1.x without Content-Length or Transfer-Encoding has no body; HTTP/2 may send one regardless.
+    return sent, body or scope.get("http_version") not in _HTTP1
 
-    ASGI servers put the percent-decoded path in ``scope["path"]``, where ``%2F`` inside a name
-    would become a path separator and ``%1F`` a control character. The spec's path segments must
-    be split first and decoded one by one, so routing sees ``raw_path``.
+
+class Edge:
+    """The outermost middleware of every HTTP request, in this order of duties:
+
+    - **request id**: ``X-Request-Id`` (kept if the client sent a sane one, else a new one) in
+      ``scope["state"]``, on the response and on every log line (``irc_proxy.logs.REQUEST_ID``);
+    - **timing and status**: ``started`` and ``status`` in ``scope["state"]``;
+    - **raw-path routing**: ASGI servers put the percent-decoded path in ``scope["path"]``, where
+      ``%2F`` inside a name would become a path separator and ``%1F`` a control character. The
+      spec's path segments must be split first and decoded one by one, so routing sees ``raw_path``;
+    - **draining**: a handler may answer before reading the body (a 404 for an unknown table, a
+      HEAD). hypercorn closes the connection when a response completes while the request body is
+      still unread, and a client that reuses that connection from its pool fails its next request.
+      So the rest of the body (up to ``drain_limit`` bytes; a larger one still closes the
+      connection) is read just before the last part of the response is sent. Requests without a
+      body skip this;
+    - afterwards: the request's **metrics** (``irc_proxy.http.metrics.observe``), its **audit
+      record** (``irc_proxy.http.audit.submit_record``) and the **access log** line.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, drain_limit: int = 1 << 20) -> None:
         self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("raw_path"):
-            raw = scope["raw_path"].split(b"?", 1)[0]
-            scope = dict(scope, path=raw.decode("latin-1"))
-        await self.app(scope, receive, send)
-
-
-class RequestContext:
-    """Give each request an id (``X-Request-Id``, kept if the client sent a sane one), time it, note
-    its status in ``scope["state"]`` and log it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+        self.drain_limit = drain_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        sent = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
-        request_id = sent if 0 < len(sent) <= 128 and sent.isprintable() else uuid.uuid4().hex
+        started = time.perf_counter()
+        sent, has_body = _request_headers(scope)
+        request_id = sent.decode("latin-1")
+        if not (0 < len(request_id) <= 128 and request_id.isprintable()):
+            request_id = uuid.uuid4().hex
+        id_header = (b"x-request-id", request_id.encode("latin-1"))
         state = scope.setdefault("state", {})
-        # Inner middleware (the audit trail) reads the start time and status from the state.
-        state.update(request_id=request_id, started=time.perf_counter(), status=500)
+        state.update(request_id=request_id, started=started, status=500)
+        raw_path = scope.get("raw_path")
+        inner = dict(scope, path=raw_path.split(b"?", 1)[0].decode("latin-1")) if raw_path else scope
 
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
+        if has_body:
+            finished = False
+
+            async def tracking_receive() -> Message:
+                nonlocal finished
+                message = await receive()
+                if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                    finished = True
+                return message
+
+            receive_app: Receive = tracking_receive
+        else:
+            receive_app = receive
+
+        async def edge_send(message: Message) -> None:
+            kind = message["type"]
+            if kind == "http.response.start":
                 state["status"] = message["status"]
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode("latin-1"))]
+                message["headers"] = [*message.get("headers", ()), id_header]
+            elif has_body and kind == "http.response.body" and not message.get("more_body", False):
+                drained = 0
+                while not finished and drained <= self.drain_limit:
+                    drained += len((await tracking_receive()).get("body", b""))
             await send(message)
 
         # Every log line of this request carries its id. Not reset: each request runs in its own task
         # (context), and the error log of Starlette's outermost middleware runs after this one returns.
         REQUEST_ID.set(request_id)
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(inner, receive_app, edge_send)
         finally:
-            raw_path = scope.get("raw_path") or scope.get("path", "").encode()
-            access_log.info(
-                "%s %s %d %.1fms id=%s",
-                scope["method"],
-                raw_path.decode("latin-1"),
-                state["status"],
-                (time.perf_counter() - state["started"]) * 1000,
-                request_id,
-            )
-
-
-class DrainUnreadBody:
-    """Read what is left of a request body the handler did not consume, before the response ends.
-
-    A handler may answer before reading the body (a 404 for an unknown table, a HEAD). hypercorn
-    closes the connection when a response completes while the request body is still unread, and
-    a client that reuses that connection from its pool fails its next request. So the rest of the
-    body (up to ``limit`` bytes; a larger one still closes the connection) is read just before the
-    last part of the response is sent.
-    """
-
-    def __init__(self, app: ASGIApp, limit: int = 1 << 20) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        finished = False
-
-        async def tracking_receive() -> Message:
-            nonlocal finished
-            message = await receive()
-            if message["type"] == "http.disconnect" or not message.get("more_body", False):
-                finished = True
-            return message
-
-        async def draining_send(message: Message) -> None:
-            if message["type"] == "http.response.body" and not message.get("more_body", False):
-                drained = 0
-                while not finished and drained <= self.limit:
-                    drained += len((await tracking_receive()).get("body", b""))
-            await send(message)
-
-        await self.app(scope, tracking_receive, draining_send)
+            status = state["status"]
+            took = time.perf_counter() - started
+            observe(inner, status, took)
+            submit_record(state, status, took * 1000)
+            if access_log.isEnabledFor(logging.INFO):
+                path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
+                access_log.info("%s %s %d %.1fms id=%s", scope["method"], path, status, took * 1000, request_id)
 
 
 class BodyTooLarge(HTTPException):
@@ -123,7 +128,8 @@ class BodyLimit:
     """Refuse request bodies over ``limit`` bytes with 413 RequestEntityTooLargeException.
 
     A declared ``Content-Length`` over the limit is refused before anything is read; a chunked
-    body is cut off as soon as it passes the limit.
+    body is cut off as soon as it passes the limit. Requests whose body cannot pass the limit
+    (none, or a declared length within it) go through untouched.
     """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
@@ -134,9 +140,18 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        declared, chunked = b"", False
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                declared = value
+            elif name == b"transfer-encoding":
+                chunked = True
         if declared.isdigit() and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
+            return
+        if not chunked and (declared.isdigit() or (not declared and scope.get("http_version") in _HTTP1)):
+            # The server enforces the declared length (HTTP/1.1 framing; HTTP/2 checks it too).
+            await self.app(scope, receive, send)
             return
         received = 0
         started = False

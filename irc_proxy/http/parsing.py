@@ -27,9 +27,15 @@ def catalogs(request: Request) -> Catalogs:
 
 
 def catalog(request: Request) -> Catalog:
-    """The catalog named by the ``{prefix}`` path segment, or the default one."""
-    prefix = request.path_params.get("prefix")
-    return catalogs(request).get(None if prefix is None else unquote_plus(prefix))
+    """The catalog named by the ``{prefix}`` path segment, or the default one (looked up once per request)."""
+    found: Catalog | None = request.scope.get(_CATALOG)
+    if found is None:
+        prefix = request.path_params.get("prefix")
+        found = request.scope[_CATALOG] = catalogs(request).get(None if prefix is None else unquote_plus(prefix))
+    return found
+
+
+_CATALOG = "irc_proxy.catalog"
 
 
 def principal(request: Request) -> str:
@@ -151,5 +157,5 @@ def describe(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors()[:5]:
         where = ".".join(str(p) for p in error["loc"]) or "body"
-        problems.append(f"{where}: {error['msg']}")
+        problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
     return "Invalid request body: " + "; ".join(problems)

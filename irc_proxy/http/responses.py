@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -26,6 +27,7 @@ def identifier(ident: TableIdent) -> dict[str, Any]:
     return {"namespace": list(ident.namespace), "name": ident.name}
 
 
+@lru_cache(maxsize=4096)  # a hash per load otherwise; the same tables are loaded over and over
 def etag(metadata_location: str, snapshots: str) -> str:
     """Derived from the metadata location (immutable files) and the snapshots mode."""
     digest = hashlib.sha256(f"{metadata_location}\n{snapshots}".encode()).hexdigest()[:32]

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 
+from starlette.convertors import StringConvertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route, Router
+from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import Unsupported
 from irc_proxy.handling import remote
@@ -40,7 +43,7 @@ class Operation:
     def endpoint(self) -> str:
         return f"{self.method} {self.template}"
 
-    @property
+    @cached_property  # read on every request (audit records)
     def operation_id(self) -> str:
         """The spec's operationId (``loadTable``), as audit records name the operation."""
         name = self.handler.__name__
@@ -139,8 +142,27 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
     return endpoint
 
 
+# Spec routes this server does not serve (never advertised): answered 406 as the spec's
+# UnsupportedOperationException instead of a bare 404 that clients would read as "no such table".
+UNSERVED: dict[str, list[str]] = {
+    TABLE + "/plan": ["POST"],
+    TABLE + "/plan/{plan_id}": ["GET", "DELETE"],
+    TABLE + "/tasks": ["POST"],
+    NS + "/functions": ["GET"],
+    NS + "/functions/{function}": ["GET"],
+}
+
+
+async def unserved(request: Request) -> Response:
+    catalog(request)  # an unknown prefix is still 404 NoSuchWarehouseException
+    template = request.scope["route"].path.replace("{plan_id}", "{plan-id}")
+    if "{prefix}" not in template:
+        template = template.replace("/v1/", "/v1/{prefix}/", 1)
+    raise Unsupported(f"{request.method} {template} is not supported by this server")
+
+
 def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
-    """Starlette routes: each template without the prefix first, then with it."""
+    """Starlette routes: each template without the prefix first, then with it; then the unserved ones."""
     by_path: dict[str, dict[str, Operation]] = {}
     for op in operations:
         by_path.setdefault(op.template, {})[op.method] = op
@@ -149,4 +171,58 @@ def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
         methods = list(handlers) + (["HEAD"] if "GET" in handlers and "HEAD" not in handlers else [])
         unprefixed.append(Route(template.replace("/{prefix}", ""), _dispatch(handlers), methods=list(set(methods))))
         prefixed.append(Route(template, _dispatch(handlers), methods=list(set(methods))))
+    for template, verbs in UNSERVED.items():
+        unprefixed.append(Route(template.replace("/{prefix}", ""), unserved, methods=verbs))
+        prefixed.append(Route(template, unserved, methods=verbs))
     return [*unprefixed, *prefixed]
+
+
+class SegmentRouter(Router):
+    """Starlette's router with an index: only routes that can match the request's shape are tried.
+
+    Every catalog route is a ``Route`` whose parameters match one segment each, so a route with
+    another number of segments, or another literal last segment, can never match. The routes that
+    can are tried in their original order, so the first full match is the one Starlette's scan
+    would pick. Anything else (a 405, a trailing-slash redirect, a 404) is left to Starlette's own
+    scan. Routes of other kinds (mounts, ``{name:path}`` parameters) are tried for every request.
+    """
+
+    _index: tuple[int, dict[tuple[int, str | None] | None, list[BaseRoute]]] | None = None
+
+    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope.get("root_path"):
+            index = self._index
+            if index is None or index[0] != len(self.routes):  # built on first use (and if routes were added)
+                index = self._index = (len(self.routes), _shape_index(self.routes))
+            shapes, path = index[1], scope["path"]
+            count, last = path.count("/"), path.rpartition("/")[2]
+            for route in shapes.get((count, last)) or shapes.get((count, None)) or shapes[None]:
+                match, child_scope = route.matches(scope)
+                if match is Match.FULL:
+                    scope.setdefault("router", self)
+                    scope["route"] = route
+                    scope.update(child_scope)
+                    await route.handle(scope, receive, send)
+                    return
+        await super().app(scope, receive, send)
+
+
+def _shape_index(routes: list[BaseRoute]) -> dict[tuple[int, str | None] | None, list[BaseRoute]]:
+    """Routes by (number of ``/``, literal last segment or None for a parameter), in their original
+    order; each list also holds the routes with a parameter last and those of any shape (key None)."""
+    shapes: dict[int, tuple[int, str | None]] = {}
+    for route in routes:
+        if isinstance(route, Route) and all(isinstance(c, StringConvertor) for c in route.param_convertors.values()):
+            last = route.path.rpartition("/")[2]
+            shapes[id(route)] = (route.path.count("/"), None if "{" in last else last)
+    keys = set(shapes.values()) | {(count, None) for count, _ in shapes.values()}
+
+    def fits(route: BaseRoute, key: tuple[int, str | None]) -> bool:
+        shape = shapes.get(id(route))
+        return shape is None or (shape[0] == key[0] and shape[1] in (None, key[1]))
+
+    index: dict[tuple[int, str | None] | None, list[BaseRoute]] = {
+        key: [r for r in routes if fits(r, key)] for key in keys
+    }
+    index[None] = [r for r in routes if id(r) not in shapes]
+    return index

@@ -155,6 +155,7 @@ class GrantRow(SQLModel, table=True):
     __tablename__ = "authz_grant"
     __table_args__ = (
         UniqueConstraint("role", "catalog", "securable_type", "namespace", "name", "privilege", name="uq_authz_grant"),
+        {"sqlite_autoincrement": True},
     )
 
     id: int | None = Field(default=None, primary_key=True)

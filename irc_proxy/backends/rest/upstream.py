@@ -18,6 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
+from urllib.request import getproxies
 
 import httpx
 
@@ -109,17 +110,24 @@ class RestUpstream:
             settings.nested_namespaces == "auto" and settings.auth.mode == "sigv4"
         )
         self._token_endpoint = settings.auth.token_endpoint
-        self._client = httpx.AsyncClient(
+        pool = httpx.AsyncHTTPTransport(
             http2=settings.http2,
             verify=_verify(settings),
-            timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
             limits=httpx.Limits(
                 max_connections=settings.pool_size,
                 max_keepalive_connections=settings.pool_size,
                 keepalive_expiry=settings.keepalive_expiry_seconds,
             ),
+        )
+        self._client = httpx.AsyncClient(
+            transport=pool,
+            timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
             follow_redirects=False,
         )
+        # Requests go straight to the pool: the client's send() adds auth/redirect/hook loops and an INFO
+        # log line per request that a pass-through does not need. With an HTTP proxy from the environment
+        # (which the client routes through) they take the client's way.
+        self._pool: httpx.AsyncHTTPTransport | None = None if getproxies() else pool
         self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()
@@ -215,7 +223,7 @@ class RestUpstream:
         retry_read = method in ("GET", "HEAD")
         while True:
             try:
-                return await self._client.send(request)
+                return await self._exchange(request)
             except _NOT_SENT as exc:
                 raise ServiceUnavailable(
                     f"The upstream catalog of {self.name} is unreachable ({type(exc).__name__})"
@@ -232,6 +240,20 @@ class RestUpstream:
                 raise ServiceUnavailable(
                     f"The upstream catalog of {self.name} did not answer ({type(exc).__name__})"
                 ) from exc
+
+    async def _exchange(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` and read the whole answer (what ``AsyncClient.send`` does, minus its extras)."""
+        if self._pool is None:
+            return await self._client.send(request)
+        response = await self._pool.handle_async_request(request)
+        response.request = request
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        if "set-cookie" in response.headers:
+            self._client.cookies.extract_cookies(response)  # as the client keeps them (sticky load balancers)
+        return response
 
 
 def _message(response: httpx.Response) -> str:

@@ -46,6 +46,7 @@ def upgrade() -> None:
         sa.UniqueConstraint(
             "role", "catalog", "securable_type", "namespace", "name", "privilege", name="uq_authz_grant"
         ),
+        sqlite_autoincrement=True,  # a revoked grant's id is never handed to a new grant
     )
     op.create_index("ix_authz_grant_role", "authz_grant", ["role"])
 
