@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
@@ -134,15 +134,10 @@ class LocalCatalogSettings(_Strict):
     vending: VendingSettings | None = None
 
 
-class GlueCatalogSettings(_Strict):
-    """A catalog federated to the AWS Glue Data Catalog (databases = namespaces)."""
+class AwsCredentialSettings(_Strict):
+    """AWS credentials: static keys, else the default chain; with ``role_arn``, that role's (auto-refreshed)."""
 
-    kind: Literal["glue"]
-    warehouse: str = ""
-    description: str = ""
     region: str = ""
-    catalog_id: str = ""
-    endpoint_url: str = ""
     access_key_id: SecretStr | None = None
     secret_access_key: SecretStr | None = None
     session_token: SecretStr | None = None
@@ -150,6 +145,22 @@ class GlueCatalogSettings(_Strict):
     role_external_id: SecretStr | None = None
     role_session_name: str = "irc-proxy"
     sts_endpoint_url: str = ""
+
+    @model_validator(mode="after")
+    def _keys_together(self) -> Self:
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            raise ValueError("access_key_id and secret_access_key must be set together")
+        return self
+
+
+class GlueCatalogSettings(AwsCredentialSettings):
+    """A catalog federated to the AWS Glue Data Catalog (databases = namespaces)."""
+
+    kind: Literal["glue"]
+    warehouse: str = ""
+    description: str = ""
+    catalog_id: str = ""
+    endpoint_url: str = ""
     s3_endpoint_url: str = ""
     s3_region: str = ""
     s3_path_style_access: bool = False
@@ -170,14 +181,12 @@ class GlueCatalogSettings(_Strict):
         missing = [key for key in ("region", "catalog_id", "warehouse") if not getattr(self, key)]
         if missing:
             raise ValueError(f"missing required key(s) for a glue catalog: {', '.join(missing)}")
-        if bool(self.access_key_id) != bool(self.secret_access_key):
-            raise ValueError("access_key_id and secret_access_key must be set together")
         if not all(re.fullmatch(r"[A-Z_*]+", kind) for kind in self.table_type_filter):
             raise ValueError("table_type_filter: use upper-case kinds such as ICEBERG, HIVE, DELTA, HUDI or *")
         return self
 
 
-class RestUpstreamAuthSettings(_Strict):
+class RestUpstreamAuthSettings(AwsCredentialSettings):
     """How the proxy authenticates to a remote REST catalog (``[catalogs.<name>.auth]``)."""
 
     mode: Literal["none", "token", "oauth2", "sigv4"] = "none"
@@ -191,14 +200,6 @@ class RestUpstreamAuthSettings(_Strict):
     token_endpoint_auth_method: Literal["client_secret_post", "client_secret_basic"] = "client_secret_post"  # noqa: S105
     refresh_margin_seconds: Annotated[float, Field(ge=0, le=3600)] = 60.0
     signing_name: Literal["glue", "s3tables", "execute-api"] = "glue"
-    region: str = ""
-    access_key_id: SecretStr | None = None
-    secret_access_key: SecretStr | None = None
-    session_token: SecretStr | None = None
-    role_arn: str = ""
-    role_external_id: SecretStr | None = None
-    role_session_name: str = "irc-proxy"
-    sts_endpoint_url: str = ""
     forward_caller_token: bool = False
     """Send the caller's own ``Authorization: Bearer`` header upstream instead of the proxy's credentials."""
 
@@ -210,8 +211,6 @@ class RestUpstreamAuthSettings(_Strict):
             raise ValueError("auth.client_id and auth.client_secret are required with mode = oauth2")
         if self.mode == "sigv4" and not self.region:
             raise ValueError("auth.region is required with mode = sigv4")
-        if bool(self.access_key_id) != bool(self.secret_access_key):
-            raise ValueError("auth.access_key_id and auth.secret_access_key must be set together")
         return self
 
 

@@ -21,13 +21,13 @@ from botocore.exceptions import (
 )
 
 from irc_proxy.errors import BadRequest, CatalogError, CommitStateUnknown, Forbidden, ServiceUnavailable
-from irc_proxy.settings import GlueCatalogSettings
+from irc_proxy.settings import AwsCredentialSettings, GlueCatalogSettings
 
 THROTTLED = {"ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown"}
 DENIED = {"AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "UnrecognizedClientException"}
 
 
-def session_for(settings: GlueCatalogSettings) -> boto3.Session:
+def session_for(settings: AwsCredentialSettings) -> boto3.Session:
     """Static keys, else the default chain; with ``role_arn``, credentials of that role (auto-refreshed)."""
     base = boto3.Session(
         region_name=settings.region,

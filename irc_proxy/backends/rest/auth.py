@@ -18,7 +18,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import httpx
 from authlib.oauth2.auth import ClientAuth  # type: ignore[import-untyped]
@@ -134,8 +134,7 @@ class SigV4:
     proxy_credentials = True
 
     def __init__(self, settings: RestUpstreamAuthSettings) -> None:
-        # session_for reads the same key names a Glue catalog has (region, keys, role_*, sts_endpoint_url).
-        session = session_for(cast(Any, settings))
+        session = session_for(settings)
         credentials = session.get_credentials()
         if credentials is None:
             raise ValueError("sigv4: no AWS credentials found (static keys, the default chain or a role)")
