@@ -20,17 +20,11 @@ from pyiceberg.catalog.rest import RestCatalog
 from irc_proxy.handling.authn import hash_secret
 from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, extension_file
 from tests.e2e.test_glue_clients import add_spark_catalog
+from tests.support.rest import issue_token
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-e2e"
 MGMT = "/management/v1"
-
-
-def token_for(url: str, client_id: str, secret: str) -> str:
-    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
-    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
-    assert response.status_code == 200, response.text
-    return str(response.json()["access_token"])
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +54,7 @@ def principals(secured: ProxyProcess) -> dict[str, tuple[str, str]]:
         pa.Table.from_pylist([{"id": 1, "item": "tea"}, {"id": 2, "item": "cake"}], schema=schema)
     )
     admin = httpx.Client(
-        base_url=secured.url, headers={"Authorization": f"Bearer {token_for(secured.url, 'root', ROOT_SECRET)}"}
+        base_url=secured.url, headers={"Authorization": f"Bearer {issue_token(secured.url, 'root', ROOT_SECRET)}"}
     )
     grants = {"reader": ["table.read"], "writer": ["table.write", "table.create"]}
     credentials = {}
@@ -102,7 +96,7 @@ def test_pyspark_with_client_credentials_reads_and_writes_within_its_grants(
 
 @pytest.mark.spark
 def test_pyspark_with_a_static_token(spark: Any, secured: ProxyProcess, principals: dict[str, tuple[str, str]]) -> None:
-    token = token_for(secured.url, *principals["reader"])
+    token = issue_token(secured.url, *principals["reader"])
     catalog = add_spark_catalog(spark, "sec_token", secured, "local", token=token)
     assert rows(spark, f"SELECT item FROM {catalog}.shop.orders WHERE id = 1") == [("tea",)]
     with pytest.raises(Exception, match=r"table\.write"):
@@ -115,7 +109,7 @@ def test_pyspark_with_a_static_token(spark: Any, secured: ProxyProcess, principa
 def test_duckdb_with_a_bearer_token(
     secured: ProxyProcess, principals: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:
-    token = token_for(secured.url, *principals["reader"])
+    token = issue_token(secured.url, *principals["reader"])
     con = duckdb.connect()
     try:
         con.execute(f"SET extension_directory = '{tmp_path}'")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.rest import assert_error, create_table, ns_path, table_url
+from tests.support.rest import assert_error, bearer_client, create_table, issue_token, ns_path, table_url
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-tests"
@@ -29,17 +29,6 @@ principal = "root"
 MGMT = "/management/v1"
 
 
-def token(url: str, client_id: str, secret: str) -> str:
-    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
-    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
-    assert response.status_code == 200, response.text
-    return str(response.json()["access_token"])
-
-
-def client_for(url: str, client_id: str, secret: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token(url, client_id, secret)}"}, timeout=30)
-
-
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
     server = ProxyProcess(tmp_path_factory.mktemp("authz"), CONFIG).start()
@@ -49,7 +38,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
 
 @pytest.fixture(scope="module")
 def root(proxy: ProxyProcess) -> Iterator[httpx.Client]:
-    with client_for(proxy.url, "root", ROOT_SECRET) as client:
+    with bearer_client(proxy.url, "root", ROOT_SECRET) as client:
         for levels in (["sales"], ["sales", "eu"], ["sales", "eu", "de"], ["salesforce"], ["secret"], ["hr"]):
             assert client.post("/v1/local/namespaces", json={"namespace": levels}).status_code == 200
         for namespace, name in ((("sales",), "orders"), (("sales", "eu", "de"), "deep"), (("secret",), "payroll")):
@@ -77,7 +66,7 @@ def make_principal(root: httpx.Client, name: str, *grants: dict[str, Any]) -> tu
 def reader(proxy: ProxyProcess, root: httpx.Client) -> Iterator[httpx.Client]:
     """``table.read`` on namespace ``sales`` (so on everything beneath it) and nothing else."""
     credentials = make_principal(root, "reader", {"privilege": "table.read", "namespace": ["sales"]})
-    with client_for(proxy.url, *credentials) as client:
+    with bearer_client(proxy.url, *credentials) as client:
         yield client
 
 
@@ -137,7 +126,7 @@ def test_listings_show_only_what_the_caller_may_see(proxy: ProxyProcess, root: h
         {"privilege": "table.read", "namespace": ["hr"], "table": "people"},
         {"privilege": "namespace.use", "namespace": ["sales", "eu"]},
     )
-    with client_for(proxy.url, *credentials) as analyst:
+    with bearer_client(proxy.url, *credentials) as analyst:
         top = analyst.get("/v1/local/namespaces")
         assert top.status_code == 200, top.text
         assert sorted(top.json()["namespaces"]) == [["hr"], ["sales"]]
@@ -153,7 +142,7 @@ def test_listings_show_only_what_the_caller_may_see(proxy: ProxyProcess, root: h
 
 def test_creating_missing_parents_needs_create_on_each(proxy: ProxyProcess, root: httpx.Client) -> None:
     credentials = make_principal(root, "builder", {"privilege": "namespace.create", "namespace": ["hr", "teams"]})
-    with client_for(proxy.url, *credentials) as builder:
+    with bearer_client(proxy.url, *credentials) as builder:
         # hr:teams does not exist: creating it (as a missing parent) needs namespace.create on hr.
         response = builder.post("/v1/local/namespaces", json={"namespace": ["hr", "teams", "blue"]})
         assert_error(response, 403, "ForbiddenException", "namespace.create on namespace local.hr")
@@ -165,7 +154,7 @@ def test_creating_missing_parents_needs_create_on_each(proxy: ProxyProcess, root
 
 def test_grants_and_revokes_take_effect(proxy: ProxyProcess, root: httpx.Client) -> None:
     credentials = make_principal(root, "writer", {"privilege": "table.write", "namespace": ["hr"]})
-    with client_for(proxy.url, *credentials) as writer:
+    with bearer_client(proxy.url, *credentials) as writer:
         assert append_commit(writer, ("hr",), "people").status_code == 200
         assert writer.get(table_url(("hr",), "people")).status_code == 200  # write implies read
         grants = root.get(f"{MGMT}/roles/writer-role/grants").json()["grants"]
@@ -210,7 +199,7 @@ def test_rotated_credentials_replace_the_old_secret(proxy: ProxyProcess, root: h
     data = {"grant_type": "client_credentials", "client_id": client_id}
     refused = httpx.post(f"{proxy.url}/v1/oauth/tokens", data=data | {"client_secret": old}, timeout=30)
     assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"
-    assert token(proxy.url, client_id, new)
+    assert issue_token(proxy.url, client_id, new)
     assert root.delete(f"{MGMT}/principals/rotating").status_code == 204
     gone = httpx.post(f"{proxy.url}/v1/oauth/tokens", data=data | {"client_secret": new}, timeout=30)
     assert gone.status_code == 401
@@ -241,7 +230,7 @@ def test_denied_and_allowed_calls_are_audited(root: httpx.Client, reader: httpx.
 def test_config_needs_some_grant_in_the_catalog(proxy: ProxyProcess, root: httpx.Client, reader: httpx.Client) -> None:
     assert reader.get("/v1/config").status_code == 200
     client_id, secret = make_principal(root, "nobody")
-    with client_for(proxy.url, client_id, secret) as nobody:
+    with bearer_client(proxy.url, client_id, secret) as nobody:
         assert_error(nobody.get("/v1/config"), 403, "ForbiddenException", "catalog.use")
         assert_error(nobody.get("/v1/local/namespaces"), 403, "ForbiddenException", "namespace.list")
 
@@ -274,7 +263,7 @@ def test_creators_may_ask_whether_what_they_create_exists(proxy: ProxyProcess, r
         {"privilege": "table.create", "namespace": ["hr"]},
         {"privilege": "namespace.create", "namespace": ["hr"]},
     )
-    with client_for(proxy.url, *credentials) as creator:
+    with bearer_client(proxy.url, *credentials) as creator:
         assert creator.head(table_url(("hr",), "new_table")).status_code == 404
         assert creator.head(table_url(("hr",), "people")).status_code == 204
         assert creator.head(f"/v1/local/namespaces/{ns_path('hr', 'new_ns')}").status_code == 404

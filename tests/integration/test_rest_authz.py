@@ -4,25 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
 from tests.support.federation import rest_catalog, start_remote
-from tests.support.rest import SCHEMA, assert_error
+from tests.support.rest import SCHEMA, assert_error, bearer_client
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "front-root-secret"
 MGMT = "/management/v1"
-
-
-def bearer_client(url: str, client_id: str, secret: str) -> httpx.Client:
-    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
-    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
-    assert response.status_code == 200, response.text
-    return httpx.Client(
-        base_url=url, headers={"Authorization": f"Bearer {response.json()['access_token']}"}, timeout=30
-    )
 
 
 @pytest.fixture(scope="module")

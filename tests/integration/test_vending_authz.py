@@ -17,7 +17,7 @@ from irc_proxy.handling.authn import hash_secret
 from tests.support.aws import client, moto_server
 from tests.support.fake_sts import FakeSts, fake_sts
 from tests.support.iam_policy import allowed, object_arn
-from tests.support.rest import SCHEMA, assert_error
+from tests.support.rest import SCHEMA, assert_error, bearer_client
 from tests.support.server import ProxyProcess
 from tests.support.vending import DELEGATION, create_role, vending_catalog_config
 
@@ -42,14 +42,6 @@ def moto() -> Iterator[str]:
 def sts(moto: str) -> Iterator[FakeSts]:
     with fake_sts(moto) as fake:
         yield fake
-
-
-def bearer_client(url: str, client_id: str, secret: str) -> httpx.Client:
-    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
-    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
-    assert response.status_code == 200, response.text
-    token = response.json()["access_token"]
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-
 from irc_proxy.handling.authn import hash_secret
+from tests.support.rest import issue_token
 from tests.support.server import ProxyProcess
 
 FRONT_CLIENT = "front"
@@ -62,7 +61,4 @@ def start_front(workdir: Path, *catalogs: str) -> ProxyProcess:
 
 
 def token(url: str, client_id: str = FRONT_CLIENT, secret: str = FRONT_SECRET) -> str:
-    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret, "scope": "catalog"}
-    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
-    assert response.status_code == 200, response.text
-    return str(response.json()["access_token"])
+    return issue_token(url, client_id, secret, scope="catalog")

@@ -47,3 +47,17 @@ def assert_error(response: httpx.Response, status: int, type_name: str, message:
     assert error["code"] == status
     if message is not None:
         assert message in error["message"], error
+
+
+def issue_token(url: str, client_id: str, secret: str, **form: str) -> str:
+    """A bearer token from the proxy's ``/v1/oauth/tokens`` (client-credentials grant)."""
+    data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret} | form
+    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
+    assert response.status_code == 200, response.text
+    return str(response.json()["access_token"])
+
+
+def bearer_client(url: str, client_id: str, secret: str) -> httpx.Client:
+    """An httpx client for ``url`` that sends a freshly issued token of ``client_id``."""
+    headers = {"Authorization": f"Bearer {issue_token(url, client_id, secret)}"}
+    return httpx.Client(base_url=url, headers=headers, timeout=60)
