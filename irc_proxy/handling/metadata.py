@@ -20,7 +20,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy import metrics
 from irc_proxy.backends.base import Backend
-from irc_proxy.errors import BadRequest, Forbidden, NotFound, ServiceUnavailable
+from irc_proxy.errors import BadRequest, CatalogError, Forbidden, NotFound, ServiceUnavailable
 from irc_proxy.threads import ThreadRunner
 
 METADATA_PATH = "write.metadata.path"
@@ -129,6 +129,24 @@ class MetadataCache:
                 self._bytes -= entry.weight
 
 
+_MISSING_BUCKET = ("NO_SUCH_BUCKET", "NoSuchBucket")
+_DENIED = ("ACCESS_DENIED", "AccessDenied", "Forbidden")
+
+
+def storage_error(what: str, exc: OSError) -> CatalogError:
+    """An object-store or file-system failure: a missing bucket is 400, a refusal 403, else 503.
+
+    pyarrow reports every S3 failure as a plain OSError naming the AWS error; an outage must not
+    look like a bad request (clients do not retry a 400).
+    """
+    text = str(exc)
+    if any(code in text for code in _MISSING_BUCKET):
+        return BadRequest(f"{what}: the bucket does not exist")
+    if isinstance(exc, PermissionError) or any(code in text for code in _DENIED):
+        return Forbidden(f"{what}: permission denied")
+    return ServiceUnavailable(f"{what}: storage is unavailable ({text[:200]})")
+
+
 class MetadataFiles:
     """Reads and writes a catalog's table metadata files through its backend's FileIO."""
 
@@ -180,8 +198,10 @@ class MetadataFiles:
             metadata = FromInputFile.table_metadata(io.new_input(location))
         except (FileNotFoundError, IsADirectoryError) as exc:
             raise NotFound(f"Failed to open input stream for file: {location}") from exc
-        except (ValueError, OSError, MetadataInvalid) as exc:  # MetadataInvalid: not table metadata (a view's)
+        except (ValueError, MetadataInvalid) as exc:  # MetadataInvalid: not table metadata (a view's)
             raise BadRequest(f"Cannot read table metadata file {location}: {exc}") from exc
+        except OSError as exc:
+            raise storage_error(f"Cannot read table metadata file {location}", exc) from exc
         return self.cache.put(location, metadata)
 
     async def write(self, metadata: TableMetadata, location: str) -> None:
@@ -191,10 +211,8 @@ class MetadataFiles:
             io = self._backend.file_io(location, metadata.properties)
             try:
                 ToOutputFile.table_metadata(metadata, io.new_output(location))
-            except PermissionError as exc:
-                raise Forbidden(f"Cannot write metadata file {location}: permission denied") from exc
-            except OSError as exc:  # storage unreachable or refusing: nothing was committed, a retry may work
-                raise ServiceUnavailable(f"Cannot write metadata file {location}: {exc}") from exc
+            except OSError as exc:  # nothing was committed; a retry may work when storage is back
+                raise storage_error(f"Cannot write metadata file {location}", exc) from exc
             self.cache.put(location, metadata)
 
         await self._threads.run(write)

@@ -54,3 +54,18 @@ def test_local_path_of_file_uris_and_paths_only() -> None:
     assert local_path("file:///wh/a%20b/m.json") == "/wh/a b/m.json"
     assert local_path("/wh/m.json") == "/wh/m.json"
     assert local_path("s3://bucket/m.json") is None
+
+
+def test_storage_failures_are_classified_for_clients() -> None:
+    """An outage is retryable (503), a refusal 403, a missing bucket 400; never a 400 for an outage."""
+    from irc_proxy.errors import BadRequest, Forbidden, ServiceUnavailable
+    from irc_proxy.handling.metadata import storage_error
+
+    outage = OSError("When reading information for key 'm.json' in bucket 'b': AWS Error NETWORK_CONNECTION")
+    assert isinstance(storage_error("Cannot read", outage), ServiceUnavailable)
+    denied = OSError("When reading information for key 'm.json' in bucket 'b': AWS Error ACCESS_DENIED")
+    assert isinstance(storage_error("Cannot read", denied), Forbidden)
+    assert isinstance(storage_error("Cannot write", PermissionError("nope")), Forbidden)
+    missing = OSError("When reading information for key 'm.json' in bucket 'b': AWS Error NO_SUCH_BUCKET")
+    error = storage_error("Cannot read", missing)
+    assert isinstance(error, BadRequest) and "bucket does not exist" in error.message
