@@ -130,11 +130,12 @@ class MetadataCache:
 
 
 _MISSING_BUCKET = ("NO_SUCH_BUCKET", "NoSuchBucket")
+_NOT_A_FILE = ("is a directory", "Is a directory", "Not a directory")
 _DENIED = ("ACCESS_DENIED", "AccessDenied", "Forbidden")
 
 
 def storage_error(what: str, exc: OSError) -> CatalogError:
-    """An object-store or file-system failure: a missing bucket is 400, a refusal 403, else 503.
+    """An object-store or file-system failure: a missing bucket or a directory is 400, a refusal 403, else 503.
 
     pyarrow reports every S3 failure as a plain OSError naming the AWS error; an outage must not
     look like a bad request (clients do not retry a 400).
@@ -142,6 +143,8 @@ def storage_error(what: str, exc: OSError) -> CatalogError:
     text = str(exc)
     if any(code in text for code in _MISSING_BUCKET):
         return BadRequest(f"{what}: the bucket does not exist")
+    if isinstance(exc, IsADirectoryError | NotADirectoryError) or any(code in text for code in _NOT_A_FILE):
+        return BadRequest(f"{what}: the path is not usable ({text[:200]})")
     if isinstance(exc, PermissionError) or any(code in text for code in _DENIED):
         return Forbidden(f"{what}: permission denied")
     return ServiceUnavailable(f"{what}: storage is unavailable ({text[:200]})")

@@ -41,13 +41,14 @@ def test_unserved_routes_are_not_advertised(client: httpx.Client) -> None:
     assert not [e for e in endpoints if "/plan" in e or "/tasks" in e or "/functions" in e]
 
 
-def test_metadata_write_failure_is_503_not_500(client: httpx.Client, ns_name: str, tmp_path: Path) -> None:
+def test_unusable_metadata_location_is_400_not_500(client: httpx.Client, ns_name: str, tmp_path: Path) -> None:
+    """A location beneath a regular file can never work: a client error, not an outage (no retry helps)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     create_namespace(client, ns_name)
     body = {"name": "t", "schema": SCHEMA, "location": f"file://{blocker}/t"}
     response = client.post(f"/v1/local/namespaces/{ns_path(ns_name)}/tables", json=body)
-    assert_error(response, 503, "ServiceUnavailableException", "Cannot write metadata file")
+    assert_error(response, 400, "BadRequestException", "Cannot write metadata file")
     assert client.head(f"/v1/local/namespaces/{ns_path(ns_name)}/tables/t").status_code == 404
 
 

@@ -69,3 +69,5 @@ def test_storage_failures_are_classified_for_clients() -> None:
     missing = OSError("When reading information for key 'm.json' in bucket 'b': AWS Error NO_SUCH_BUCKET")
     error = storage_error("Cannot read", missing)
     assert isinstance(error, BadRequest) and "bucket does not exist" in error.message
+    directory = OSError("Cannot open for reading: path '/tmp/x' is a directory")
+    assert isinstance(storage_error("Cannot read", directory), BadRequest)
