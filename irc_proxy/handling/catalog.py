@@ -51,7 +51,8 @@ class Catalog:
             remote = backend.upstream
         index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
         namespaces = Namespaces(backend, codec, index)
-        tables = Tables(backend, codec, namespaces, index, MetadataFiles(backend, threads, metadata_cache))
+        files = MetadataFiles(backend, threads, metadata_cache)
+        tables = Tables(backend, codec, namespaces, index, files, vending.check_locations if vending else None)
         views = None
         if view_store is not None:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)

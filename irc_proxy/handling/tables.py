@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
@@ -29,6 +29,7 @@ from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, val
 from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.rebase import AppendRebase
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
+from irc_proxy.handling.vending import table_locations
 from irc_proxy.handling.views_index import ViewIndex
 from irc_proxy.metrics import COMMIT_CONFLICTS, COMMIT_RETRIES
 
@@ -83,8 +84,11 @@ class Tables:
         namespaces: Namespaces,
         views: ViewIndex,
         files: MetadataFiles,
+        check_locations: Callable[[Iterable[str]], None] | None = None,
     ) -> None:
+        """``check_locations`` refuses (Forbidden) storage locations a table may not move to (vending)."""
         self._backend = backend
+        self._check_locations = check_locations
         self._codec = codec
         self._namespaces = namespaces
         self._views = views
@@ -218,9 +222,20 @@ class Tables:
         new = commits.apply_updates(base, updates, current)
         if base is not None and current is not None and new == base:
             return LoadedTable(current, base)
+        self._guard_locations(base, new)
         location = new_metadata_location(new, metadata_version(current) + 1 if current else 0)
         await self.files.write(new, location)
         return PointerSwap(flat, ident.name, current, location, new), base, new
+
+    def _guard_locations(self, base: TableMetadata | None, new: TableMetadata) -> None:
+        """A commit may not move a table's files (location, ``write.*.path``) outside the allowed locations:
+        vended credentials are scoped to them, so a moved path would widen what they reach."""
+        if self._check_locations is None:
+            return
+        moved = table_locations(new.location, new.properties)
+        if base is not None and moved == table_locations(base.location, base.properties):
+            return
+        self._check_locations(moved)
 
     async def commit(self, change: TableChange) -> LoadedTable:
         """Commit one table's change, re-basing on the latest metadata while requirements hold."""

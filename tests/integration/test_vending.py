@@ -331,6 +331,24 @@ def test_register_outside_the_allowed_locations_is_403(http: httpx.Client, moto:
     assert http.head(table(ns_name, "stolen")).status_code == 404
 
 
+def test_commits_cannot_move_a_table_outside_the_allowed_locations(http: httpx.Client, ns_name: str) -> None:
+    """Vended credentials follow the table's paths, so a commit may not point them elsewhere."""
+    created = make_table(http, ns_name, "movable")
+    before = created["metadata-location"]
+    for update in (
+        {"action": "set-location", "location": f"s3://other-bucket/{ns_name}/movable"},
+        {"action": "set-properties", "updates": {"write.data.path": "s3://other-bucket/data"}},
+        {"action": "set-properties", "updates": {"write.metadata.path": f"s3://{BUCKET}/elsewhere/meta"}},
+    ):
+        response = http.post(table(ns_name, "movable"), json={"requirements": [], "updates": [update]})
+        assert_error(response, 403, "ForbiddenException", "outside the locations allowed")
+    assert load(http, table(ns_name, "movable"), headers={})["metadata-location"] == before
+    inside = {"action": "set-properties", "updates": {"write.data.path": f"s3://{BUCKET}/wh/{ns_name}/movable/d2"}}
+    assert http.post(table(ns_name, "movable"), json={"requirements": [], "updates": [inside]}).status_code == 200
+    other = {"action": "set-properties", "updates": {"owner": "someone"}}
+    assert http.post(table(ns_name, "movable"), json={"requirements": [], "updates": [other]}).status_code == 200
+
+
 # Errors -----------------------------------------------------------------------------------------------
 def test_credentials_of_a_missing_table_is_404(http: httpx.Client, ns_name: str) -> None:
     http.post("/namespaces", json={"namespace": [ns_name]})
