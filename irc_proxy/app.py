@@ -35,7 +35,7 @@ from irc_proxy.http.admin import ADMIN_ROUTES
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
-from irc_proxy.http.middleware import BodyLimit, Edge
+from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
 from irc_proxy.settings import AuthSettings, Settings
 from irc_proxy.stores.audit_query import AuditReader
@@ -186,7 +186,7 @@ def create_app(settings: Settings) -> Starlette:
         *catalog_routes(OPERATIONS),
         *ADMIN_ROUTES,
     ]
-    app = Starlette(
+    app = CatalogApp(
         middleware=[
             # Edge: request id, timing, raw-path routing, draining, metrics, audit hand-off, access log.
             Middleware(Edge),

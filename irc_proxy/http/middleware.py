@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -95,6 +96,7 @@ class Edge:
             kind = message["type"]
             if kind == "http.response.start":
                 state["status"] = message["status"]
+                state["answered"] = True
                 message["headers"] = [*message.get("headers", ()), id_header]
             elif has_body and kind == "http.response.body" and not message.get("more_body", False):
                 drained = 0
@@ -181,3 +183,19 @@ class BodyLimit:
         response = error_response(Request(scope), 413, "RequestEntityTooLargeException", str(exc.detail))
         response.headers["Connection"] = "close"
         await response(scope, receive, send)
+
+
+class CatalogApp(Starlette):
+    """Starlette, except that an unforeseen error it already answered is not re-raised to the server.
+
+    Starlette's outermost middleware answers an error raised before the response started with the
+    500 of ``errors.unexpected_error`` (which logs it) and then re-raises it; the server would log
+    the same traceback again. An error after the response started was not answered: that one goes on.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception:
+            if scope.get("state", {}).get("answered"):
+                raise
