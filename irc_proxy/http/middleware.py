@@ -40,6 +40,12 @@ def _request_headers(scope: Scope) -> tuple[bytes, bool]:
     return sent, body or scope.get("http_version") not in _HTTP1
 
 
+def _route_path(raw_path: bytes) -> str:
+    """The raw path routing sees: no query, and a trailing slash ignored (``/v1/x/namespaces/``)."""
+    path = raw_path.split(b"?", 1)[0].decode("latin-1")
+    return path[:-1] if len(path) > 1 and path.endswith("/") else path
+
+
 class Edge:
     """The outermost middleware of every HTTP request, in this order of duties:
 
@@ -48,7 +54,8 @@ class Edge:
     - **timing and status**: ``started`` and ``status`` in ``scope["state"]``;
     - **raw-path routing**: ASGI servers put the percent-decoded path in ``scope["path"]``, where
       ``%2F`` inside a name would become a path separator and ``%1F`` a control character. The
-      spec's path segments must be split first and decoded one by one, so routing sees ``raw_path``;
+      spec's path segments must be split first and decoded one by one, so routing sees ``raw_path``
+      (a trailing slash ignored, so ``/v1/local/namespaces/`` is served rather than redirected);
     - **draining**: a handler may answer before reading the body (a 404 for an unknown table, a
       HEAD). hypercorn closes the connection when a response completes while the request body is
       still unread, and a client that reuses that connection from its pool fails its next request.
@@ -76,7 +83,7 @@ class Edge:
         state = scope.setdefault("state", {})
         state.update(request_id=request_id, started=started, status=500)
         raw_path = scope.get("raw_path")
-        inner = dict(scope, path=raw_path.split(b"?", 1)[0].decode("latin-1")) if raw_path else scope
+        inner = dict(scope, path=_route_path(raw_path)) if raw_path else scope
 
         if has_body:
             finished = False

@@ -64,3 +64,11 @@ def test_validation_messages_carry_no_pydantic_prefix(client: httpx.Client, ns_n
     response = client.post(f"/v1/local/namespaces/{ns_path(ns_name)}/tables", json={"name": "t", "schema": schema})
     assert_error(response, 400, "BadRequestException", "Unsupported field type: 'nonsense'")
     assert "Value error" not in response.text
+
+
+def test_a_trailing_slash_is_served_not_redirected(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    listed = client.get("/v1/local/namespaces/")
+    assert listed.status_code == 200 and [ns_name] in listed.json()["namespaces"]
+    assert client.get(f"/v1/local/namespaces/{ns_path(ns_name)}/").json()["namespace"] == [ns_name]
+    assert client.get("/v1/config/").status_code == 200
