@@ -201,6 +201,9 @@ class CatalogApp(Starlette):
     """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)  # a lifespan failure must reach the server
+            return
         try:
             await super().__call__(scope, receive, send)
         except Exception:
