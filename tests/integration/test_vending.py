@@ -17,7 +17,7 @@ import boto3
 import httpx
 import pytest
 
-from tests.support.aws import REGION, client, moto_server
+from tests.support.aws import REGION, client
 from tests.support.fake_sts import FakeSts, fake_sts
 from tests.support.iam_policy import allowed, bucket_arn, object_arn
 from tests.support.rest import SCHEMA, assert_error, ns_path
@@ -26,9 +26,9 @@ from tests.support.vending import (
     CREDENTIAL_KEYS,
     DELEGATION,
     ROLE_ARN,
-    create_role,
     load,
     vending_catalog_config,
+    vending_moto,
 )
 
 BUCKET = "irc-vending"
@@ -37,12 +37,8 @@ MAIN, SHORT, THROTTLED = "vend", "vend_short", "vend_throttled"
 
 @pytest.fixture(scope="module")
 def moto() -> Iterator[str]:
-    with moto_server() as endpoint:
-        httpx.post(f"{endpoint}/moto-api/reset")
-        client("s3", endpoint).create_bucket(Bucket=BUCKET)
-        create_role(client("iam", endpoint))
+    with vending_moto(BUCKET) as endpoint:
         yield endpoint
-        httpx.post(f"{endpoint}/moto-api/reset")
 
 
 @pytest.fixture(scope="module")

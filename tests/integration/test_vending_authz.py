@@ -14,12 +14,11 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.aws import client, moto_server
 from tests.support.fake_sts import FakeSts, fake_sts
 from tests.support.iam_policy import allowed, object_arn
 from tests.support.rest import SCHEMA, assert_error, bearer_client
 from tests.support.server import ProxyProcess
-from tests.support.vending import DELEGATION, create_role, vending_catalog_config
+from tests.support.vending import DELEGATION, vending_catalog_config, vending_moto
 
 BUCKET = "irc-vending-authz"
 CATALOG = "vend"
@@ -30,12 +29,8 @@ TABLE = f"/v1/{CATALOG}/namespaces/shop/tables/orders"
 
 @pytest.fixture(scope="module")
 def moto() -> Iterator[str]:
-    with moto_server() as endpoint:
-        httpx.post(f"{endpoint}/moto-api/reset")
-        client("s3", endpoint).create_bucket(Bucket=BUCKET)
-        create_role(client("iam", endpoint))
+    with vending_moto(BUCKET) as endpoint:
         yield endpoint
-        httpx.post(f"{endpoint}/moto-api/reset")
 
 
 @pytest.fixture(scope="module")
