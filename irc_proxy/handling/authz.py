@@ -206,9 +206,6 @@ class Authorizer:
         self._cache_entries = cache_entries
         self._cache: dict[Caller, tuple[float, Grants]] = {}
 
-    def is_bootstrap_admin(self, caller: Caller) -> bool:
-        return caller.name in self._admins
-
     async def grants_for(self, caller: Caller) -> Grants:
         if not self.enabled:
             return Grants((), admin=True)
