@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from starlette.routing import Route
 from irc_proxy.audit import Auditor
 from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
+from irc_proxy.errors import CatalogError
 from irc_proxy.handling.authn import (
     Authenticator,
     NoAuthentication,
@@ -26,9 +29,14 @@ from irc_proxy.handling.authn import (
     load_signing_key,
 )
 from irc_proxy.handling.authz import Authorizer
+from irc_proxy.handling.backfill import Backfill
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.metadata import MetadataCache
 from irc_proxy.handling.oidc import OidcAuthenticator
+from irc_proxy.handling.paging import PageTokens, new_key
+from irc_proxy.handling.sessions import ClientDirectory
+from irc_proxy.handling.storage_reads import ReadLimits
+from irc_proxy.handling.throttle import HashGate, LoginThrottle
 from irc_proxy.handling.vending import Vending
 from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
@@ -43,14 +51,17 @@ from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.stores.db import create_state_engine, ensure_schema, ping
 from irc_proxy.stores.idempotency import IdempotencyStore
 from irc_proxy.stores.keys import shared_signing_keys
+from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.locks import CommitLocks
+from irc_proxy.stores.login_failures import LoginFailureStore
+from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 
 
 def open_state(settings: Settings) -> Engine:
     """The state database, checked (or initialised when empty) before anything uses it."""
-    engine = create_state_engine(settings.state.database_url)
+    engine = create_state_engine(settings.state.database_url.get_secret_value())
     ensure_schema(engine, settings.state.auto_upgrade)
     return engine
 
@@ -58,6 +69,7 @@ def open_state(settings: Settings) -> Engine:
 def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> Catalogs:
     """Create every configured catalog's backend and services."""
     view_store = ViewStore(state, threads)
+    location_store = LocationStore(state, threads)
     locks = CommitLocks(state)
     server = settings.server  # one metadata cache (one byte budget) for all catalogs
     metadata_cache = MetadataCache(server.metadata_cache_mb << 20, server.metadata_recheck_seconds)
@@ -65,10 +77,43 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
     for name, catalog_settings in settings.catalogs.items():
         backend = timed(name, create_backend(name, catalog_settings, threads, locks))
         sts = create_credential_source(catalog_settings, threads)
-        vending = Vending(name, sts.settings, backend.warehouse, sts) if sts is not None else None
+        # Local and Glue catalogs name their allowed locations; a REST catalog's views stay in its view warehouse.
+        allowed = getattr(catalog_settings, "allowed_locations", None) or [backend.warehouse]
+        vending = Vending(name, sts.settings, allowed, sts) if sts is not None else None
         separator = settings.server.namespace_separator
-        catalogs[name] = Catalog.build(name, backend, separator, threads, view_store, vending, metadata_cache)
+        catalogs[name] = Catalog.build(
+            name,
+            backend,
+            separator,
+            threads,
+            view_store,
+            vending,
+            metadata_cache,
+            location_store,
+            allowed,
+            getattr(catalog_settings, "allow_overlapping_locations", False),
+            ReadLimits(server.max_metadata_bytes, server.storage_timeout_seconds),
+        )
     return Catalogs(catalogs, settings.default_catalog)
+
+
+def start_backfills(catalogs: Catalogs, locations: LocationStore, views: ViewStore) -> list[asyncio.Task[int]]:
+    """Record the storage of tables and views that predate the occupancy index, in the background."""
+    tasks = []
+    for catalog in catalogs.all():
+        if catalog.remote is None:  # a REST catalog's tables live upstream
+            occupancy = catalog.tables.storage.occupancy
+            backfill = Backfill(catalog.name, catalog.backend, occupancy, locations, views)
+            tasks.append(asyncio.create_task(_quietly(catalog.name, backfill.run())))
+    return tasks
+
+
+async def _quietly(name: str, work: Awaitable[int]) -> int:
+    try:
+        return await work
+    except CatalogError as exc:  # the next start tries again
+        logging.getLogger(__name__).warning("storage index backfill of catalog %s stopped: %s", name, exc)
+        return 0
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
@@ -99,20 +144,23 @@ def signing_keys(settings: AuthSettings, state: Engine) -> list[SigningKey]:
 
 
 def build_authenticator(
-    settings: AuthSettings, state: Engine, store: AuthzStore
+    settings: AuthSettings, state: Engine, store: AuthzStore, threads: ThreadRunner | None = None
 ) -> tuple[Authenticator, TokenService | None]:
     """The authenticator of ``auth.mode``, and the token service when the proxy issues tokens itself."""
     if settings.mode == "oauth2":
         keys = signing_keys(settings, state)
         clients = clients_from((c.id, c.secret_hash.get_secret_value(), c.principal, c.roles) for c in settings.clients)
+        failures = LoginFailureStore(state, threads or ThreadRunner(), settings.failed_login_window_seconds)
         service = TokenService(
             keys[0],
             keys,
-            clients,
+            ClientDirectory(clients, store.secret_hash, settings.grants_cache_seconds),
             settings.issuer,
             settings.audience,
             settings.token_lifetime_seconds,
-            stored_secret=store.secret_hash,
+            settings.max_session_seconds,
+            LoginThrottle(failures, settings.max_failed_logins_per_client, settings.max_failed_logins_per_address),
+            HashGate(settings.max_concurrent_hashes, settings.hash_wait_seconds),
         )
         return service, service
     if settings.mode == "oidc":
@@ -139,8 +187,9 @@ def create_app(settings: Settings) -> Starlette:
         threads = ThreadRunner(settings.server.blocking_threads)
         state = open_state(settings)
         catalogs = build_catalogs(settings, threads, state)
+        backfills = start_backfills(catalogs, LocationStore(state, threads), ViewStore(state, threads))
         authz_store = AuthzStore(state, threads)
-        authenticator, token_service = build_authenticator(settings.auth, state, authz_store)
+        authenticator, token_service = build_authenticator(settings.auth, state, authz_store, threads)
         authorizer = Authorizer(
             authz_store,
             threads,
@@ -156,6 +205,7 @@ def create_app(settings: Settings) -> Starlette:
         try:
             yield {
                 "catalogs": catalogs,
+                "threads": threads,  # the shared worker pool, for handlers that parse large bodies
                 "settings": settings,
                 "authenticator": authenticator,
                 "authorizer": authorizer,
@@ -164,8 +214,11 @@ def create_app(settings: Settings) -> Starlette:
                 "auditor": auditor,
                 "idempotency": idempotency,
                 "readiness": readiness_checks(threads, state, catalogs),
+                "page_tokens": PageTokens(shared_page_keys(state, new_key)),
             }
         finally:
+            for task in backfills:
+                task.cancel()
             await auditor.close()
             if isinstance(authenticator, OidcAuthenticator):
                 await authenticator.close()

@@ -182,7 +182,9 @@ class WebhookSink(_QueuedSink):
         delay = self.settings.backoff_seconds
         for attempt in range(1, self.settings.max_attempts + 1):
             try:
-                response = await self.client.post(self.settings.url, content=content, headers=headers)
+                response = await self.client.post(
+                    self.settings.url.get_secret_value(), content=content, headers=headers
+                )
                 if response.status_code < 500 and response.status_code != 429:
                     response.raise_for_status()
                     return

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from irc_proxy import __version__, cli_admin
+from irc_proxy.masking import mask_text
 from irc_proxy.settings import ENV_CONFIG_FILE, ConfigError, Settings, load_settings
 
 log = logging.getLogger("irc_proxy")
@@ -93,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_command(settings: Settings, args: argparse.Namespace) -> int:
     """Every command but ``serve`` and ``auth`` (they need no settings or run differently)."""
     if args.command == "check-config":
-        print(settings.model_dump_json(indent=2))
+        # Secret types mask themselves; any other URL with credentials in it (an endpoint_url with
+        # user-info, say) is masked here too.
+        print(mask_text(settings.model_dump_json(indent=2)))
         return 0
     if args.command == "db":
         return database(settings, args.db_command)
@@ -137,7 +140,7 @@ def database(settings: Settings, action: str) -> int:
     """``irc-proxy db upgrade|status``."""
     from irc_proxy.stores.db import create_state_engine, current_revision, head_revision, upgrade
 
-    engine = create_state_engine(settings.state.database_url)
+    engine = create_state_engine(settings.state.database_url.get_secret_value())
     try:
         if action == "upgrade":
             before, after = upgrade(engine)
@@ -158,7 +161,7 @@ def database_failure(exc: Exception) -> str:
     """One line about a failed state database call (no stack trace, no password of a URL)."""
     message = getattr(exc, "message", None) or str(getattr(exc, "orig", None) or exc)
     first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
-    return "state database: " + re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", first)
+    return "state database: " + mask_text(first)
 
 
 def _utc(text: str | None) -> datetime.datetime | None:
@@ -182,7 +185,7 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"irc-proxy: --since/--until: {exc}", file=sys.stderr)
         return 2
-    engine = create_state_engine(settings.state.database_url)
+    engine = create_state_engine(settings.state.database_url.get_secret_value())
     try:
         ensure_schema(engine, settings.state.auto_upgrade)
     except SchemaOutOfDate as exc:
@@ -284,7 +287,7 @@ def state_database_problem(settings: Settings) -> str:
     from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
 
     try:
-        engine = create_state_engine(settings.state.database_url)
+        engine = create_state_engine(settings.state.database_url.get_secret_value())
     except SQLAlchemyError as exc:
         return database_failure(exc)
     try:
@@ -302,4 +305,4 @@ def startup_failure(traceback_text: str) -> str:
     """The exception line of the traceback hypercorn reports for a failed start-up (passwords masked)."""
     lines = [line for line in traceback_text.splitlines() if re.match(r"^[\w.]+(Error|Exception)\b", line)]
     last = lines[-1] if lines else "see the log (log_level = debug)"
-    return re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", last)
+    return mask_text(last)

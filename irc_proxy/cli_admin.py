@@ -74,7 +74,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     """Run one ``principals``/``roles``/``grants`` action; 0 on success, 1 when refused."""
     from irc_proxy.stores.db import create_state_engine, ensure_schema
 
-    engine = create_state_engine(settings.state.database_url)
+    engine = create_state_engine(settings.state.database_url.get_secret_value())
     try:
         ensure_schema(engine, settings.state.auto_upgrade)
         store = AuthzStore(engine)

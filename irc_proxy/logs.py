@@ -1,5 +1,9 @@
 """Logging set-up: ``text`` or ``json`` lines, each carrying the id of the request it belongs to.
 
+Every line is masked (``irc_proxy.masking.mask_text``) after it is formatted, so a URL with a
+password or a token in it never reaches the log, whoever logged it (our code, SQLAlchemy's
+exception texts, hypercorn's tracebacks).
+
 ``REQUEST_ID`` is set by the HTTP layer for the duration of a request; worker threads see it too
 (anyio copies the context into them), so any layer may read it, e.g. to pass it upstream.
 """
@@ -12,6 +16,8 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Literal
 
+from irc_proxy.masking import mask_text
+
 REQUEST_ID: ContextVar[str] = ContextVar("irc_proxy_request_id", default="-")
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"
 
@@ -22,6 +28,13 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = REQUEST_ID.get()
         return True
+
+
+class MaskingFormatter(logging.Formatter):
+    """The standard text format with credentials masked."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_text(super().format(record))
 
 
 class JsonFormatter(logging.Formatter):
@@ -38,14 +51,14 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return mask_text(json.dumps(entry, ensure_ascii=False))
 
 
 def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
     """Send every logger's records to stderr in ``log_format`` (replacing earlier handlers)."""
     handler = logging.StreamHandler()
     handler.addFilter(RequestIdFilter())
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else MaskingFormatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

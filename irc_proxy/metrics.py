@@ -52,3 +52,13 @@ IDEMPOTENT_REPLAYS = Counter(
     "irc_proxy_idempotent_replays_total",
     "Mutations answered from a stored outcome because their Idempotency-Key was seen before.",
 )
+PURGE_SKIPPED = Counter(
+    "irc_proxy_purge_skipped_total",
+    "Referenced files a purge (or delete-after-commit) left in place: outside the table's or catalog's locations.",
+    ["kind"],
+)
+PURGE_FAILURES = Counter(
+    "irc_proxy_purge_failures_total",
+    "Files a purge (or delete-after-commit) could not read or delete, by reason; the drop itself succeeded.",
+    ["reason"],
+)

@@ -16,7 +16,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Secret,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from irc_proxy.masking import mask_url
 
 ENV_PREFIX = "IRC_PROXY_"
 ENV_CONFIG_FILE = "IRC_PROXY_CONFIG"
@@ -28,6 +39,21 @@ _CATALOG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 class ConfigError(Exception):
     """The configuration is invalid; the message names the offending key."""
+
+
+class SecretUrl(Secret[str]):
+    """A URL that may carry credentials (a database password, a ``?token=``, ``user:password@``).
+
+    Consumers take the whole value with ``get_secret_value()``; everywhere it is shown (``repr``,
+    ``str``, ``check-config``'s JSON) it is masked by :func:`irc_proxy.masking.mask_url`, so the
+    host and path stay recognisable. Falsy when empty, like the string it holds.
+    """
+
+    def _display(self) -> str:
+        return mask_url(self.get_secret_value())
+
+    def __bool__(self) -> bool:
+        return bool(self.get_secret_value())
 
 
 class _Strict(BaseModel):
@@ -53,6 +79,16 @@ class ServerSettings(_Strict):
     keep_alive_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
     graceful_timeout_seconds: Annotated[float, Field(ge=0, le=3600)] = 30.0
     readiness_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 2.0
+    max_metadata_bytes: Annotated[int, Field(ge=1024, le=1 << 34)] = 64 * 1024 * 1024
+    """Largest metadata file the server reads on a client's behalf (register, load); larger is a 4xx."""
+    storage_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 10.0
+    """How long one object-store read on a client's behalf may take before it is a 4xx/503."""
+    max_commit_updates: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    """Most updates in one commit request (all tables of a transaction together); more is 413."""
+    max_commit_requirements: Annotated[int, Field(ge=1, le=1_000_000)] = 1_000
+    """Most requirements in one commit request (all tables of a transaction together); more is 413."""
+    max_json_depth: Annotated[int, Field(ge=8, le=1000)] = 100
+    """Deepest nesting of arrays and objects in a request body; deeper is 400."""
     idempotency_key_lifetime: timedelta = timedelta(minutes=30)
     """ISO-8601 duration (``PT30M``) advertised in ``/v1/config``; ``PT0S`` turns Idempotency-Key support off."""
 
@@ -76,7 +112,8 @@ class ServerSettings(_Strict):
 class StateSettings(_Strict):
     """The proxy's own database (views, audit, shared state)."""
 
-    database_url: str = ""
+    database_url: SecretUrl = SecretUrl("")
+    """SQLAlchemy URL of the state database (may hold a password; masked wherever it is shown)."""
     auto_upgrade: bool = False
 
 
@@ -129,9 +166,18 @@ class LocalCatalogSettings(_Strict):
 
     kind: Literal["local"] = "local"
     warehouse: str = ""
-    database_url: str = ""
+    database_url: SecretUrl = SecretUrl("")
     description: str = ""
+    allowed_locations: list[str] = Field(default_factory=list)
+    """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
+    allow_overlapping_locations: bool = False
+    """Let a table or view location lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
+
+    @field_validator("allowed_locations", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _comma_list(value)
 
 
 class AwsCredentialSettings(_Strict):
@@ -169,12 +215,16 @@ class GlueCatalogSettings(AwsCredentialSettings):
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
     table_type_filter: list[str] = Field(default_factory=lambda: ["ICEBERG"])
+    allowed_locations: list[str] = Field(default_factory=list)
+    """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
+    allow_overlapping_locations: bool = False
+    """Let a table or view location lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
 
-    @field_validator("table_type_filter", mode="before")
+    @field_validator("table_type_filter", "allowed_locations", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
-        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        return _comma_list(value)
 
     @model_validator(mode="after")
     def _required(self) -> GlueCatalogSettings:
@@ -218,7 +268,8 @@ class RestCatalogSettings(_Strict):
     """A catalog federated to a remote Iceberg REST catalog (Polaris, Lakekeeper, Glue, S3 Tables, ...)."""
 
     kind: Literal["rest"]
-    uri: Annotated[str, Field(pattern=r"^https?://")]
+    uri: SecretUrl
+    """``http(s)://`` base URI of the upstream; a ``user:password@`` in it is masked wherever it is shown."""
     warehouse: str = ""
     """Sent as ``/v1/config?warehouse=`` to the upstream (e.g. an account id for Glue, a bucket ARN for S3 Tables)."""
     description: str = ""
@@ -234,6 +285,13 @@ class RestCatalogSettings(_Strict):
     view_warehouse: str = ""
     """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
     auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
+
+    @field_validator("uri")
+    @classmethod
+    def _http_uri(cls, value: SecretUrl) -> SecretUrl:
+        if not re.match(r"^https?://", value.get_secret_value()):
+            raise ValueError("must be an http:// or https:// URI")
+        return value
 
 
 CatalogSettings = Annotated[
@@ -291,6 +349,18 @@ class AuthSettings(_Strict):
     """Bootstrap administrators: principal names that hold every privilege and may use ``/management/v1``."""
     grants_cache_seconds: Annotated[float, Field(ge=0, le=300)] = 2.0
     """How long a replica may use a caller's grants before re-reading them (changes through this replica: at once)."""
+    max_session_seconds: Annotated[int, Field(ge=1, le=86_400 * 90)] = 86_400
+    """Absolute lifetime of an ``oauth2`` session: token exchange never extends a token past this many seconds
+    after the client last proved its secret; then it must use its client credentials again."""
+    max_failed_logins_per_client: Annotated[int, Field(ge=1, le=100_000)] = 10
+    """Failed client-credentials logins of one client id within ``failed_login_window_seconds`` before 429."""
+    max_failed_logins_per_address: Annotated[int, Field(ge=1, le=100_000)] = 50
+    """Failed logins from one source address within ``failed_login_window_seconds`` before 429."""
+    failed_login_window_seconds: Annotated[float, Field(gt=0, le=86_400)] = 60.0
+    max_concurrent_hashes: Annotated[int, Field(ge=1, le=64)] = 2
+    """Client-secret checks (scrypt, ~16 MiB and ~50 ms each) running at once; more wait, then get a 503."""
+    hash_wait_seconds: Annotated[float, Field(ge=0, le=60)] = 2.0
+    """How long a login waits for a free secret check before it is refused with 503 and ``Retry-After``."""
 
     @model_validator(mode="after")
     def _required(self) -> AuthSettings:
@@ -305,7 +375,8 @@ class AuthSettings(_Strict):
 class AuditWebhookSettings(_Strict):
     """The audit webhook sink: each record POSTed to ``url`` (empty = off)."""
 
-    url: str = ""
+    url: SecretUrl = SecretUrl("")
+    """Where records are POSTed (may carry a ``?token=``; masked wherever it is shown)."""
     cloudevents: bool = True
     headers: dict[str, SecretStr] = Field(default_factory=dict)
     timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 5.0
@@ -362,7 +433,7 @@ class Settings(_Strict):
                 catalogs[name] = catalog.model_copy(
                     update={
                         "warehouse": (catalog.warehouse or (data / "warehouse" / name).as_uri()).rstrip("/"),
-                        "database_url": catalog.database_url or f"sqlite:///{data / 'catalog.db'}",
+                        "database_url": catalog.database_url or SecretUrl(f"sqlite:///{data / 'catalog.db'}"),
                     }
                 )
             elif isinstance(catalog, RestCatalogSettings):
@@ -370,14 +441,27 @@ class Settings(_Strict):
                 catalogs[name] = catalog.model_copy(update={"view_warehouse": views})
             else:
                 catalogs[name] = catalog.model_copy(update={"warehouse": catalog.warehouse.rstrip("/")})
+        for name, catalog in catalogs.items():
+            if isinstance(catalog, LocalCatalogSettings | GlueCatalogSettings):
+                catalogs[name] = catalog.model_copy(update={"allowed_locations": _allowed_locations(name, catalog)})
         default = self.default_catalog or next(iter(catalogs))
         if default not in catalogs:
             raise ValueError(f"default_catalog: no catalog named {default!r} is configured")
-        state = self.state.database_url or f"sqlite:///{data / 'state.db'}"
+        state = self.state.database_url or SecretUrl(f"sqlite:///{data / 'state.db'}")
         object.__setattr__(self, "catalogs", catalogs)
         object.__setattr__(self, "default_catalog", default)
         object.__setattr__(self, "state", self.state.model_copy(update={"database_url": state}))
         return self
+
+
+def _allowed_locations(name: str, catalog: LocalCatalogSettings | GlueCatalogSettings) -> list[str]:
+    """The catalog's storage prefixes: its own setting, else vending's (older configs), else the warehouse."""
+    vending = catalog.vending.allowed_locations if catalog.vending else []
+    allowed = [loc.rstrip("/") for loc in (catalog.allowed_locations or vending or [catalog.warehouse])]
+    bad = [loc for loc in allowed if "://" not in loc or loc.endswith(":/") or loc.endswith("://")]
+    if bad:
+        raise ValueError(f"catalogs.{name}.allowed_locations: not a URI with a scheme and a path: {', '.join(bad)}")
+    return allowed
 
 
 def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:

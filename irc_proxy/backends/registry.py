@@ -19,7 +19,7 @@ Factory = Callable[[str, Any, ThreadRunner, CommitLocks], Backend]
 
 
 def _local(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -> Backend:
-    url: str = settings.database_url
+    url: str = settings.database_url.get_secret_value()
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
     backend: Backend = import_module("irc_proxy.backends.local").LocalBackend(name, settings.warehouse, url, threads)

@@ -12,15 +12,18 @@ import hmac
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, RSAKey
+from joserfc.jwt import ClaimsOption
 
 from irc_proxy.errors import NotAuthenticated
+from irc_proxy.handling.sessions import Client, ClientDirectory
+from irc_proxy.handling.throttle import Busy, HashGate, LoginThrottle
 
 _SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
 
@@ -101,14 +104,14 @@ def load_signing_key(pem: bytes, algorithm: str) -> SigningKey:
     return cls.import_key(pem, parameters={"kid": plain.thumbprint(), "alg": algorithm, "use": "sig"})
 
 
-def verify_claims(claims: dict[str, Any], issuer: str, audience: str, leeway: int = 0) -> None:
-    """Issuer, audience, expiry (required) and not-before; raises JoseError."""
-    jwt.JWTClaimsRegistry(
-        leeway=leeway,
-        iss={"essential": True, "value": issuer},
-        aud={"essential": True, "value": audience},
-        exp={"essential": True},
-    ).validate(claims)
+def verify_claims(claims: dict[str, Any], issuer: str, audience: str, leeway: int = 0, *, expiry: bool = True) -> None:
+    """Issuer, audience, expiry (required; not checked when not ``expiry``) and not-before; raises JoseError."""
+    iss: ClaimsOption = {"essential": True, "value": issuer}
+    aud: ClaimsOption = {"essential": True, "value": audience}
+    if expiry:
+        jwt.JWTClaimsRegistry(leeway=leeway, iss=iss, aud=aud, exp={"essential": True}).validate(claims)
+    else:
+        jwt.JWTClaimsRegistry(leeway=leeway, iss=iss, aud=aud).validate({k: v for k, v in claims.items() if k != "exp"})
 
 
 def roles_from(value: Any) -> tuple[str, ...]:
@@ -128,20 +131,27 @@ _EXCHANGEABLE_TYPES = frozenset(
 
 # The oauth2 mode --------------------------------------------------------------------------
 class TokenRequestError(Exception):
-    """A token request is refused; ``error`` is the OAuth2 error code (RFC 6749 section 5.2)."""
+    """A token request is refused; ``error`` is the OAuth2 error code (RFC 6749 section 5.2).
 
-    def __init__(self, error: str, description: str) -> None:
+    ``slow_down`` (too many failures) and ``temporarily_unavailable`` (no secret check free) carry
+    ``retry_after`` seconds. ``client_id`` is the client the request claimed or its token named, if any.
+    """
+
+    def __init__(self, error: str, description: str, client_id: str = "", retry_after: int | None = None) -> None:
         super().__init__(description)
         self.error = error
         self.description = description
+        self.client_id = client_id
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
-class Client:
-    id: str
-    secret_hash: str
+class IssuedToken:
+    """A token response and whom it was issued to (for the audit trail and the access log)."""
+
+    body: dict[str, Any]
     principal: str
-    roles: tuple[str, ...] = ()
+    client_id: str
 
 
 @dataclass
@@ -149,100 +159,160 @@ class TokenService:
     """Issues and verifies the proxy's own JWTs (``mode = "oauth2"``).
 
     ``keys`` holds every key whose tokens are accepted (published at the JWKS URL); ``signing``
-    is the one new tokens are signed with.
+    is the one new tokens are signed with. Tokens belong to a client session (:mod:`.sessions`):
+    they stop working when the client is removed or rotates its secret, and exchange never extends
+    them past ``max_session_seconds`` after the client's login. Logins are throttled by ``throttle``
+    (when given) and their secret checks bounded by ``hashes``.
     """
 
     signing: SigningKey
     keys: list[SigningKey]
-    clients: dict[str, Client]
+    clients: ClientDirectory
     issuer: str
     audience: str
     lifetime_seconds: int
+    max_session_seconds: int = 86_400
+    throttle: LoginThrottle | None = None
+    hashes: HashGate = field(default_factory=lambda: HashGate(2, 2.0))
     required: bool = True
-    stored_secret: Callable[[str], str | None] | None = None
-    """Client secrets of principals created through the admin API (client id = principal name)."""
     _dummy_hash: str = field(default_factory=lambda: hash_secret(secrets.token_urlsafe(16)))
 
-    def _client(self, client_id: str) -> Client | None:
-        client = self.clients.get(client_id)
-        if client is None and self.stored_secret is not None:
-            hashed = self.stored_secret(client_id)
-            client = Client(client_id, hashed, client_id) if hashed else None
-        return client
-
-    def issue(self, grant_type: str, client_id: str, client_secret: str, scope: str = "") -> dict[str, Any]:
-        """The token response of the client-credentials grant (synchronous: scrypt is slow on purpose).
+    async def issue(
+        self, grant_type: str, client_id: str, client_secret: str, scope: str = "", address: str = ""
+    ) -> IssuedToken:
+        """The token response of the client-credentials grant: a new session.
 
         Raises:
-            TokenRequestError: unsupported_grant_type, invalid_request or invalid_client.
+            TokenRequestError: unsupported_grant_type, invalid_request, invalid_client, slow_down
+                (too many failures of this client id or from this address) or temporarily_unavailable.
         """
         if grant_type != "client_credentials":
             raise TokenRequestError(
                 "unsupported_grant_type", f"supported grants: client_credentials, {TOKEN_EXCHANGE_GRANT}"
             )
         if not client_id or not client_secret:
-            raise TokenRequestError("invalid_request", "client_id and client_secret are required")
-        client = self._client(client_id)
-        # Hash even for an unknown client, so timing does not reveal which client ids exist.
-        matches = verify_secret(client_secret, client.secret_hash if client else self._dummy_hash)
-        if client is None or not matches:
-            raise TokenRequestError("invalid_client", "unknown client or wrong secret")
-        return self._mint(client.principal, client.id, list(client.roles), scope)
+            raise TokenRequestError("invalid_request", "client_id and client_secret are required", client_id)
+        client = await self._login(client_id, client_secret, address)
+        return self._mint(client, scope, int(time.time()))
 
-    def exchange(self, subject_token: str, subject_token_type: str, scope: str = "") -> dict[str, Any]:
-        """RFC 8693 token exchange of one of our own valid tokens for a fresh one (how Iceberg clients refresh).
+    async def exchange(
+        self,
+        subject_token: str,
+        subject_token_type: str,
+        scope: str = "",
+        client_id: str = "",
+        client_secret: str = "",
+        address: str = "",
+    ) -> IssuedToken:
+        """RFC 8693 token exchange of one of our own tokens for a fresh one (how Iceberg clients refresh).
+
+        Without client authentication the subject token must be valid and its session standing; the new
+        token is minted from the client as it stands now (not copied from the subject token), keeps the
+        session's ``auth_time`` and expires no later than ``max_session_seconds`` after it.
+
+        With client authentication (how Java clients retry once their token expired: the expired token
+        as subject, the client's credentials in a Basic header) the client logs in as with client
+        credentials, throttled alike; the subject token need only be ours (expired or not) and name the
+        same client. The new token starts a new session.
 
         Raises:
-            TokenRequestError: invalid_request (no subject token or an unknown type) or invalid_grant.
+            TokenRequestError: invalid_request (no subject token or an unknown type), invalid_grant (not
+                our token, its client removed or rotated, its session at its end, or another client's),
+                or what a client-credentials login raises.
         """
         if subject_token_type not in _EXCHANGEABLE_TYPES:
             raise TokenRequestError(
                 "invalid_request", f"subject_token_type must be one of {sorted(_EXCHANGEABLE_TYPES)}"
             )
         if not subject_token:
-            raise TokenRequestError("invalid_request", "subject_token is required")
+            raise TokenRequestError("invalid_request", "subject_token is required", client_id)
+        if client_secret:
+            client = await self._login(client_id, client_secret, address)
+            try:
+                claims = self._verified(subject_token, expiry=False)
+            except NotAuthenticated as exc:
+                raise TokenRequestError("invalid_grant", exc.message, client_id) from None
+            if claims.get("client_id") != client.id:
+                raise TokenRequestError("invalid_grant", "the subject token belongs to another client", client_id)
+            return self._mint(client, scope, int(time.time()))
+        subject_client = ""
         try:
             claims = self._verified(subject_token)
+            subject_client = str(claims.get("client_id", ""))
+            client = await self.clients.session_client(claims, self.max_session_seconds)
         except NotAuthenticated as exc:
-            raise TokenRequestError("invalid_grant", exc.message) from None
-        roles = list(roles_from(claims.get("roles")))
-        return self._mint(str(claims.get("sub", "")), str(claims.get("client_id", "")), roles, scope)
+            raise TokenRequestError("invalid_grant", exc.message, subject_client) from None
+        return self._mint(client, scope, int(claims["auth_time"]))
 
-    def _mint(self, principal: str, client_id: str, roles: list[str], scope: str) -> dict[str, Any]:
+    async def _login(self, client_id: str, client_secret: str, address: str) -> Client:
+        """The client whose secret this is: throttled, one bounded scrypt check, failures counted."""
+        if self.throttle is not None:
+            wait = await self.throttle.retry_after(client_id, address)
+            if wait is not None:
+                description = f"too many failed logins for this client or from this address; retry in {wait} s"
+                raise TokenRequestError("slow_down", description, client_id, wait)
+        client = await self.clients.get(client_id, fresh=True)
+        # Hash even for an unknown client, so timing does not reveal which client ids exist.
+        hashed = client.secret_hash if client else self._dummy_hash
+        try:
+            matches = await self.hashes.run(lambda: verify_secret(client_secret, hashed))
+        except Busy:
+            raise TokenRequestError(
+                "temporarily_unavailable", "too many logins at once; retry shortly", client_id, 1
+            ) from None
+        if client is None or not matches:
+            if self.throttle is not None:
+                await self.throttle.failed(client_id, address)
+            raise TokenRequestError("invalid_client", "unknown client or wrong secret", client_id)
+        return client
+
+    def _mint(self, client: Client, scope: str, auth_time: int) -> IssuedToken:
         now = int(time.time())
+        expires = min(now + self.lifetime_seconds, auth_time + self.max_session_seconds)
         claims = {
             "iss": self.issuer,
-            "sub": principal,
+            "sub": client.principal,
             "aud": self.audience,
             "iat": now,
             "nbf": now,
-            "exp": now + self.lifetime_seconds,
+            "exp": expires,
             "jti": uuid.uuid4().hex,
-            "client_id": client_id,
-            "roles": roles,
+            "client_id": client.id,
+            "cfp": client.fingerprint,
+            "auth_time": auth_time,
+            "roles": list(client.roles),
         }
         header = {"alg": self.signing.alg, "kid": self.signing.kid, "typ": "JWT"}
         token = jwt.encode(header, claims, self.signing, algorithms=[str(self.signing.alg)])
-        response = {
+        body = {
             "access_token": token,
             "token_type": "bearer",
-            "expires_in": self.lifetime_seconds,
+            "expires_in": expires - now,
             "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
         }
-        return response | ({"scope": scope} if scope else {})
+        return IssuedToken(body | ({"scope": scope} if scope else {}), client.principal, client.id)
 
     def jwks(self) -> dict[str, Any]:
         return {"keys": [key.as_dict(private=False) for key in self.keys]}
 
     async def authenticate(self, token: str) -> Principal:
-        claims = self._verified(token)
-        return Principal(str(claims.get("sub", "")), roles_from(claims.get("roles")))
+        """The token's principal, while its client session stands.
 
-    def _verified(self, token: str) -> dict[str, Any]:
+        A token without a ``client_id`` claim was not issued here but signed with the configured
+        key by its holder (e.g. a service token): it is honoured until it expires, never exchanged.
+        """
+        claims = self._verified(token)
+        if "client_id" not in claims:
+            return Principal(str(claims.get("sub", "")), roles_from(claims.get("roles")))
+        client = await self.clients.session_client(claims, self.max_session_seconds)
+        return Principal(client.principal, client.roles)
+
+    def _verified(self, token: str, *, expiry: bool = True) -> dict[str, Any]:
+        """Claims of a token signed with one of our keys, for us; expired ones too when not ``expiry``."""
         algorithms = sorted({str(key.alg) for key in self.keys})
         try:
             decoded = jwt.decode(token, KeySet(list(self.keys)), algorithms=algorithms)
-            verify_claims(decoded.claims, self.issuer, self.audience)
+            verify_claims(decoded.claims, self.issuer, self.audience, expiry=expiry)
         except (JoseError, ValueError) as exc:
             raise NotAuthenticated(f"Invalid bearer token: {_reason(exc)}") from None
         return dict(decoded.claims)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from irc_proxy.backends.base import Backend, Capability, engine_views
 from irc_proxy.backends.rest import RestUpstream
 from irc_proxy.errors import NoSuchWarehouse, Unsupported
+from irc_proxy.handling.locations import StorageLocations
 from irc_proxy.handling.metadata import MetadataCache, MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import NamespaceCodec
+from irc_proxy.handling.occupancy import Occupancy
 from irc_proxy.handling.remote import Federated
+from irc_proxy.handling.storage import CatalogStorage, files_exist
+from irc_proxy.handling.storage_reads import ReadLimits
 from irc_proxy.handling.tables import Tables
 from irc_proxy.handling.vending import Vending
 from irc_proxy.handling.views import CatalogViewIndex, Views
 from irc_proxy.handling.views_index import NoViews, ViewIndex
+from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 
@@ -42,20 +48,40 @@ class Catalog:
         view_store: ViewStore | None = None,
         vending: Vending | None = None,
         metadata_cache: MetadataCache | None = None,
+        location_store: LocationStore | None = None,
+        allowed_locations: Sequence[str] | None = None,
+        allow_overlap: bool = False,
+        read_limits: ReadLimits | None = None,
     ) -> Catalog:
-        """Wire one catalog; without a view store it serves no views. Catalogs may share one metadata cache."""
+        """Wire one catalog; without a view store it serves no views. Catalogs may share one metadata cache.
+
+        Every location a client names must lie in ``allowed_locations`` (default: the backend's warehouse);
+        without a location store, live tables' storage is not kept apart.
+        """
         codec = NamespaceCodec(separator)
         remote = None
         if isinstance(backend, Federated):  # a remote REST catalog: tables are forwarded to it
             backend.use_separator(separator)
             remote = backend.upstream
         index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
-        namespaces = Namespaces(backend, codec, index)
-        files = MetadataFiles(backend, threads, metadata_cache)
-        tables = Tables(backend, codec, namespaces, index, files, vending.check_locations if vending else None)
+        locations = StorageLocations(name, allowed_locations or [backend.warehouse])
+        occupancy = Occupancy(name, location_store, allow_overlap)
+
+        async def exists(location: str) -> bool:
+            return await threads.run(files_exist, backend, location)
+
+        storage = CatalogStorage(locations, occupancy, exists)
+        namespaces = Namespaces(backend, codec, index, storage.confine)
+        limits = read_limits or ReadLimits()
+        files = MetadataFiles(
+            backend, threads, metadata_cache, locations=locations, max_bytes=limits.max_bytes, timeout=limits.timeout
+        )
+        tables = Tables(backend, codec, namespaces, index, files, storage, threads)
+        occupancy.live["table"] = tables.live_paths
         views = None
         if view_store is not None:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)
+            occupancy.live["view"] = views.live_paths
         return cls(name, backend, codec, namespaces, tables, views, vending, remote)
 
     def require_views(self) -> Views:

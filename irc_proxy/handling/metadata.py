@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from threading import Lock
-from urllib.parse import unquote, urlparse
 
-from pyiceberg.catalog import delete_data_files, delete_files
-from pyiceberg.exceptions import ValidationError as MetadataInvalid
-from pyiceberg.manifest import ManifestFile
-from pyiceberg.serializers import FromInputFile, ToOutputFile
-from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.serializers import ToOutputFile
+from pyiceberg.table.metadata import (
+    TableMetadata,
+    TableMetadataWrapper,
+)
 
 from irc_proxy import metrics
 from irc_proxy.backends.base import Backend
-from irc_proxy.errors import BadRequest, CatalogError, Forbidden, NotFound, ServiceUnavailable
+from irc_proxy.errors import CatalogError
+from irc_proxy.handling.locations import StorageLocations
+from irc_proxy.handling.purge import Purge, read_failure, redact
+from irc_proxy.handling.storage_reads import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT_SECONDS,
+    BoundedReader,
+    ReadLimits,
+    local_path,
+    parse_metadata,
+    storage_error,
+)
 from irc_proxy.threads import ThreadRunner
+
+log = logging.getLogger("irc_proxy.metadata")
 
 METADATA_PATH = "write.metadata.path"
 METADATA_CODEC = "write.metadata.compression-codec"
@@ -45,13 +57,6 @@ def new_metadata_location(metadata: TableMetadata, version: int) -> str:
     codec = metadata.properties.get(METADATA_CODEC, "none").lower()
     suffix = ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
     return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}{suffix}"
-
-
-def local_path(location: str) -> str | None:
-    """The file-system path of a ``file:`` or absolute location; None for object stores."""
-    if location.startswith("file:"):
-        return unquote(urlparse(location).path)
-    return location if location.startswith("/") else None
 
 
 @dataclass(eq=False)
@@ -129,34 +134,29 @@ class MetadataCache:
                 self._bytes -= entry.weight
 
 
-_MISSING_BUCKET = ("NO_SUCH_BUCKET", "NoSuchBucket")
-_NOT_A_FILE = ("is a directory", "Is a directory", "Not a directory")
-_DENIED = ("ACCESS_DENIED", "AccessDenied", "Forbidden")
-
-
-def storage_error(what: str, exc: OSError) -> CatalogError:
-    """An object-store or file-system failure: a missing bucket or a directory is 400, a refusal 403, else 503.
-
-    pyarrow reports every S3 failure as a plain OSError naming the AWS error; an outage must not
-    look like a bad request (clients do not retry a 400).
-    """
-    text = str(exc)
-    if any(code in text for code in _MISSING_BUCKET):
-        return BadRequest(f"{what}: the bucket does not exist")
-    if isinstance(exc, IsADirectoryError | NotADirectoryError) or any(code in text for code in _NOT_A_FILE):
-        return BadRequest(f"{what}: the path is not usable ({text[:200]})")
-    if isinstance(exc, PermissionError) or any(code in text for code in _DENIED):
-        return Forbidden(f"{what}: permission denied")
-    return ServiceUnavailable(f"{what}: storage is unavailable ({text[:200]})")
-
-
 class MetadataFiles:
-    """Reads and writes a catalog's table metadata files through its backend's FileIO."""
+    """Reads and writes a catalog's table metadata files through its backend's FileIO.
 
-    def __init__(self, backend: Backend, threads: ThreadRunner, cache: MetadataCache | None = None) -> None:
+    Reads are bounded (``storage_reads``): at most ``max_bytes`` of a regular file, object-store requests
+    within about ``timeout`` seconds. With ``locations``, reads and deletes stay inside the catalog's
+    allowed locations (also through symbolic links); the callers check client-given locations first.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        threads: ThreadRunner,
+        cache: MetadataCache | None = None,
+        *,
+        locations: StorageLocations | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self._backend = backend
         self._threads = threads
         self.cache = cache if cache is not None else MetadataCache()
+        self._locations = locations
+        self.reader = BoundedReader(backend, ReadLimits(max_bytes, timeout), locations)
 
     async def read(self, location: str, *, check_exists: bool = False) -> TableMetadata:
         """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened."""
@@ -191,20 +191,18 @@ class MetadataFiles:
 
     def _exists_remote(self, location: str) -> bool:
         try:
-            return self._backend.file_io(location, {}).new_input(location).exists()
+            return self.reader.file_io(location).new_input(location).exists()
         except OSError:
             return False  # re-read it: the read reports the error
 
+    async def read_bytes(self, location: str, what: str) -> bytes:
+        """A file's bytes (gunzipped), read within the limits. Raises CatalogError, never quoting the file."""
+        return await self._threads.run(self.reader.read, location, what)
+
     def _read(self, location: str) -> CachedMetadata:
-        io = self._backend.file_io(location, {})
-        try:
-            metadata = FromInputFile.table_metadata(io.new_input(location))
-        except (FileNotFoundError, IsADirectoryError) as exc:
-            raise NotFound(f"Failed to open input stream for file: {location}") from exc
-        except (ValueError, MetadataInvalid) as exc:  # MetadataInvalid: not table metadata (a view's)
-            raise BadRequest(f"Cannot read table metadata file {location}: {exc}") from exc
-        except OSError as exc:
-            raise storage_error(f"Cannot read table metadata file {location}", exc) from exc
+        what = "Table metadata file"
+        data = self.reader.read(location, what)
+        metadata = parse_metadata(TableMetadataWrapper, data, location, what).root
         return self.cache.put(location, metadata)
 
     async def write(self, metadata: TableMetadata, location: str) -> None:
@@ -230,38 +228,51 @@ class MetadataFiles:
             await self._threads.run(lambda: Path(path).mkdir(parents=True, exist_ok=True))
 
     async def delete_replaced(self, base: TableMetadata, new: TableMetadata) -> None:
-        """Delete metadata files that fell out of the metadata log, if the table asks for it."""
+        """Delete metadata files that fell out of the metadata log, if the table asks for it.
+
+        Only files under the table's own locations (a commit may have put anything in the log); never raises.
+        """
         if new.properties.get(DELETE_AFTER_COMMIT, "false").lower() != "true":
             return
         kept = {entry.metadata_file for entry in new.metadata_log}
-        dropped = {entry.metadata_file for entry in base.metadata_log} - kept
+        dropped = [e.metadata_file for e in base.metadata_log if e.metadata_file not in kept]
         if dropped:
-            await self._threads.run(self._delete, dropped, new.location, "previous metadata")
+            name = f"{redact(new.location)} (delete-after-commit)"
+            await self._threads.run(self._purge_quietly, name, new, lambda purge: purge.delete("metadata", dropped))
 
-    def _delete(self, files: Iterable[str], location: str, kind: str) -> None:
-        delete_files(self._backend.file_io(location, {}), set(files), kind)
-
-    async def purge(self, metadata_location: str, metadata: TableMetadata) -> None:
+    async def purge(self, metadata_location: str, metadata: TableMetadata, *, table: str | None = None) -> None:
         """Delete a dropped table's data, manifests and metadata files; nothing if gc.enabled=false.
 
-        Only files the metadata references are deleted, never whole directories, so a new table
-        that reuses the location keeps its files.
+        Only files the metadata references and that lie under the table's own locations (and the
+        allowed locations) are deleted, never whole directories, so a new table that reuses the location
+        keeps its files. Never raises: the pointer is already gone (see ``purge.py``).
         """
         if metadata.properties.get(GC_ENABLED, "true").lower() == "false":
             return
+        name = table or redact(metadata.location)
+        await self._threads.run(
+            self._purge_quietly, name, metadata, lambda purge: purge.run(metadata_location, metadata)
+        )
 
-        def purge() -> None:
-            io = self._backend.file_io(metadata.location, metadata.properties)
-            manifests: list[ManifestFile] = []
-            manifest_lists: set[str] = set()
-            for snapshot in metadata.snapshots:
-                with contextlib.suppress(OSError):
-                    manifests += snapshot.manifests(io)
-                manifest_lists.add(snapshot.manifest_list)
-            delete_data_files(io, manifests)
-            delete_files(io, {m.manifest_path for m in manifests}, "manifest")
-            delete_files(io, manifest_lists, "manifest list")
-            delete_files(io, {s.statistics_path for s in metadata.statistics}, "statistics")
-            delete_files(io, {e.metadata_file for e in metadata.metadata_log} | {metadata_location}, "metadata")
+    async def purge_dropped(self, metadata_location: str, table: str) -> None:
+        """Purge a table whose pointer was just dropped, reading its metadata first. Never raises."""
+        try:
+            metadata = await self.read(metadata_location)
+        except CatalogError as exc:
+            reason = read_failure(exc)
+            metrics.PURGE_FAILURES.labels(reason=reason).inc()
+            log.warning("purge of table %s: its metadata file cannot be read (%s); nothing deleted", table, reason)
+            return
+        await self.purge(metadata_location, metadata, table=table)
 
-        await self._threads.run(purge)
+    def _purge_quietly(self, table: str, metadata: TableMetadata, work: Callable[[Purge], None]) -> None:
+        """Run ``work`` on a new Purge (in a worker thread: building the FileIO may refresh credentials)."""
+        purge = None
+        try:
+            purge = Purge(table, metadata, self.reader.file_io(metadata.location), self.reader, self._locations)
+            work(purge)
+        except Exception:  # a bug or a broken FileIO: still never a 500 once the pointer is gone
+            metrics.PURGE_FAILURES.labels(reason="error").inc()
+            log.exception("purge of table %s stopped early", table)
+        if purge is not None:
+            purge.report()

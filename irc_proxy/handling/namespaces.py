@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from irc_proxy.backends.base import Backend, Properties
@@ -10,6 +10,9 @@ from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, 
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, display
 from irc_proxy.handling.paging import Fetch, Page, PageRequest, collect
 from irc_proxy.handling.views_index import ViewIndex
+
+Confine = Callable[[str, str], str]
+"""(location, what) -> the location normalised; raises BadRequest or Forbidden."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,11 @@ def no_such_namespace(namespace: Sequence[str]) -> NoSuchNamespace:
 class Namespaces:
     """Create, list, load, update and drop nested namespaces."""
 
-    def __init__(self, backend: Backend, codec: NamespaceCodec, views: ViewIndex) -> None:
+    def __init__(
+        self, backend: Backend, codec: NamespaceCodec, views: ViewIndex, confine: Confine | None = None
+    ) -> None:
+        """``confine`` checks a ``location`` property against the catalog's allowed locations (400/403)."""
+        self._confine = confine
         self._backend = backend
         self._codec = codec
         self._views = views
@@ -62,6 +69,7 @@ class Namespaces:
     async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
         """Create the namespace and any missing parents in one step."""
         flat = self._codec.to_flat(namespace)
+        properties = self._confined(properties)
         if await self._backend.namespace_exists(flat):
             raise AlreadyExists(f"Namespace already exists: {display(namespace)}")
         missing: list[tuple[str, Properties]] = [
@@ -74,6 +82,13 @@ class Namespaces:
         except AlreadyExists:
             raise AlreadyExists(f"Namespace already exists: {display(namespace)}") from None
         return dict(properties)
+
+    def _confined(self, properties: Mapping[str, str]) -> dict[str, str]:
+        """Properties with a ``location`` normalised, refused outside the allowed locations."""
+        confined = dict(properties)
+        if self._confine is not None and "location" in confined:
+            confined["location"] = self._confine(confined["location"], "Namespace location")
+        return confined
 
     async def load(self, namespace: Namespace) -> Properties:
         try:
@@ -105,6 +120,7 @@ class Namespaces:
         overlap = sorted(set(removals) & set(updates))
         if overlap:
             raise Unprocessable(f"Updates and removals conflict for these keys: {overlap}")
+        updates = self._confined(updates)
         try:
             before = await self._backend.update_namespace(self._codec.to_flat(namespace), removals, updates)
         except NoSuchNamespace:

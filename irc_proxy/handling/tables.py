@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pydantic import ValidationError
+from pyiceberg.exceptions import ValidationError as InvalidMetadata
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
@@ -23,17 +24,18 @@ from irc_proxy.errors import (
     Unsupported,
 )
 from irc_proxy.handling import commits
+from irc_proxy.handling.locations import PATH_PROPERTIES
 from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.rebase import AppendRebase
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
-from irc_proxy.handling.vending import table_locations
+from irc_proxy.handling.storage import CatalogStorage, path_part, table_owner
 from irc_proxy.handling.views_index import ViewIndex
 from irc_proxy.metrics import COMMIT_CONFLICTS, COMMIT_RETRIES
-
-_UNSAFE_PATH_CHARS = re.compile(r"[^A-Za-z0-9_.=-]")
+from irc_proxy.stores.locations import Owner
+from irc_proxy.threads import ThreadRunner
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,6 @@ def no_such_table(ident: TableIdent) -> NoSuchTable:
     return NoSuchTable(f"Table does not exist: {ident}")
 
 
-def _path_part(text: str) -> str:
-    safe = _UNSAFE_PATH_CHARS.sub("_", text)
-    return "_" if safe in (".", "..") else safe
-
-
 class Tables:
     """One catalog's tables."""
 
@@ -84,11 +81,13 @@ class Tables:
         namespaces: Namespaces,
         views: ViewIndex,
         files: MetadataFiles,
-        check_locations: Callable[[Iterable[str]], None] | None = None,
+        storage: CatalogStorage,
+        threads: ThreadRunner,
     ) -> None:
-        """``check_locations`` refuses (Forbidden) storage locations a table may not move to (vending)."""
+        """``storage`` confines every location a client names and keeps live tables' storage apart."""
         self._backend = backend
-        self._check_locations = check_locations
+        self.storage = storage
+        self._threads = threads
         self._codec = codec
         self._namespaces = namespaces
         self._views = views
@@ -143,17 +142,39 @@ class Tables:
             raise AlreadyExists(f"View with same name already exists: {ident}")
 
     async def default_location(self, namespace: Namespace, name: str) -> str:
+        """Where a table or view goes when the client names no location: under the namespace's ``location``
+        property, else ``<warehouse>/<level>/…/<name>``; a location already in use gets a unique suffix."""
         properties = await self._namespaces.load(namespace)
         if base := properties.get("location"):
-            return f"{base.rstrip('/')}/{_path_part(name)}"
-        parts = [_path_part(level) for level in namespace] + [_path_part(name)]
-        return "/".join([self._backend.warehouse, *parts])
+            location = f"{base.rstrip('/')}/{path_part(name)}"
+        else:
+            location = "/".join([self._backend.warehouse, *(path_part(level) for level in namespace), path_part(name)])
+        location = self.storage.confine(location, "Default location")
+        return await self.storage.free_default(location)
+
+    async def resolve_location(self, namespace: Namespace, name: str, requested: str | None) -> str:
+        """The location a new table gets: the requested one, confined, or a free default."""
+        if requested:
+            return self.storage.confine(requested, "Table location")
+        return await self.default_location(namespace, name)
+
+    async def live_paths(self, owner: Owner) -> Sequence[str] | None:
+        """The storage roots of a live table, or None when it is gone (for the occupancy index)."""
+        try:
+            loaded = await self.load(TableIdent(self._codec.from_flat(owner.namespace), owner.name))
+        except NoSuchTable:
+            return None
+        except NotFound:  # the pointer exists but its metadata file is gone: the name is still taken
+            return []
+        except BadRequest:
+            return None
+        return self.storage.confine_paths(loaded.metadata.location, loaded.metadata.properties)
 
     async def create(self, namespace: Namespace, request: TableCreate) -> LoadedTable:
         ident = TableIdent(namespace, validate_name(request.name))
         flat = await self._namespaces.flat_existing(namespace)
         await self._check_free(flat, ident)
-        location = (request.location or "").rstrip("/") or await self.default_location(namespace, ident.name)
+        location = await self.resolve_location(namespace, ident.name, request.location)
         try:
             metadata = new_table_metadata(
                 schema=request.schema,
@@ -164,19 +185,37 @@ class Tables:
             )
         except NotImplementedError as exc:
             raise Unsupported(f"Cannot create table {ident}: {exc}") from exc
-        except (ValueError, KeyError, TypeError) as exc:
-            raise BadRequest(f"Cannot create table {ident}: {exc}") from exc
+        except (ValueError, KeyError, TypeError, ValidationError, InvalidMetadata) as exc:
+            raise BadRequest(f"Cannot create table {ident}: {_short(exc)}") from exc
         commits.check_writable(metadata)
+        roots = self.storage.confine_paths(metadata.location, metadata.properties)
         if request.stage_create:
+            await self.storage.occupancy.check_free(roots, what="Table location")
             await self.files.make_directory(f"{location}/metadata")
             return LoadedTable(None, metadata)
+        owner = table_owner(flat, ident.name)
+        await self.storage.occupancy.claim(owner, roots, what="Table location")
         metadata_location = new_metadata_location(metadata, 0)
-        await self.files.write(metadata, metadata_location)
-        if not await self._backend.swap_table_pointers(
-            [PointerSwap(flat, ident.name, None, metadata_location, metadata)]
-        ):
+        try:
+            await self.files.write(metadata, metadata_location)
+            created = await self._backend.swap_table_pointers(
+                [PointerSwap(flat, ident.name, None, metadata_location, metadata)]
+            )
+        except BaseException:
+            await self._record(owner)
+            raise
+        if not created:
+            await self._record(owner)
             raise AlreadyExists(f"Table already exists: {ident}")
         return LoadedTable(metadata_location, metadata)
+
+    async def _record(self, owner: Owner) -> None:
+        """Record what the live table ``owner`` holds now (after a claim that did not become a table)."""
+        paths = await self.live_paths(owner)
+        if paths is None:
+            await self.storage.occupancy.release(owner)
+        elif paths:
+            await self.storage.occupancy.claim(owner, paths)
 
     async def register(self, namespace: Namespace, name: str, metadata_location: str, overwrite: bool) -> LoadedTable:
         ident = TableIdent(namespace, validate_name(name))
@@ -189,10 +228,22 @@ class Tables:
             raise AlreadyExists(f"Table already exists: {ident} (not an Iceberg table)") from None
         if current is not None and not overwrite:
             raise AlreadyExists(f"Table already exists: {ident}")
+        owner = table_owner(flat, ident.name)
+        metadata_location = self.storage.confine(metadata_location, "Metadata location")  # before any I/O
+        exclude = owner if current is not None else None
+        await self.storage.occupancy.check_free([metadata_location], exclude, "Metadata file")
         metadata = await self.files.read(metadata_location)
-        if not await self._backend.swap_table_pointers(
-            [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
-        ):
+        roots = self.storage.confine_paths(metadata.location, metadata.properties)
+        await self.storage.occupancy.claim(owner, roots, what="Table location")
+        try:
+            swapped = await self._backend.swap_table_pointers(
+                [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
+            )
+        except BaseException:
+            await self._record(owner)
+            raise
+        if not swapped:
+            await self._record(owner)
             raise CommitFailed(f"Table {ident} changed while it was being registered; retry")
         return LoadedTable(metadata_location, metadata)
 
@@ -219,23 +270,25 @@ class Tables:
         except CommitFailed:
             COMMIT_CONFLICTS.inc()
             raise
-        new = commits.apply_updates(base, updates, current)
+        new = await self._threads.run(commits.apply_updates, base, updates, current)  # linear, but not free
         if base is not None and current is not None and new == base:
             return LoadedTable(current, base)
-        self._guard_locations(base, new)
+        await self._guard_locations(flat, ident, base, new)
         location = new_metadata_location(new, metadata_version(current) + 1 if current else 0)
         await self.files.write(new, location)
         return PointerSwap(flat, ident.name, current, location, new), base, new
 
-    def _guard_locations(self, base: TableMetadata | None, new: TableMetadata) -> None:
-        """A commit may not move a table's files (location, ``write.*.path``) outside the allowed locations:
-        vended credentials are scoped to them, so a moved path would widen what they reach."""
-        if self._check_locations is None:
+    async def _guard_locations(
+        self, flat: str, ident: TableIdent, base: TableMetadata | None, new: TableMetadata
+    ) -> None:
+        """A commit may not move a table's files (location, ``write.*.path``) outside the allowed locations or
+        into another live table's or view's storage, nor point statistics or manifest lists outside: purge
+        deletes them and vended credentials are scoped to them."""
+        self.storage.confine_new_files(base, new)
+        if base is not None and (new.location, _paths(new)) == (base.location, _paths(base)):
             return
-        moved = table_locations(new.location, new.properties)
-        if base is not None and moved == table_locations(base.location, base.properties):
-            return
-        self._check_locations(moved)
+        roots = self.storage.confine_paths(new.location, new.properties)
+        await self.storage.occupancy.check_free(roots, table_owner(flat, ident.name), "Table location")
 
     async def commit(self, change: TableChange) -> LoadedTable:
         """Commit one table's change, re-basing on the latest metadata while requirements hold."""
@@ -249,8 +302,7 @@ class Tables:
                 return staged
             swap, base, new = staged
             if await self._backend.swap_table_pointers([swap]):
-                if base is not None:
-                    await self.files.delete_replaced(base, new)
+                await self._committed(swap, base, new)
                 return LoadedTable(swap.new, new)
             COMMIT_RETRIES.inc()
             await backoff(attempt)
@@ -271,14 +323,21 @@ class Tables:
             staged = [await self._stage(change) for change in changes]
             swaps = [s for s in staged if not isinstance(s, LoadedTable)]
             if not swaps or await self._backend.swap_table_pointers([s[0] for s in swaps]):
-                for _, base, new in swaps:
-                    if base is not None:
-                        await self.files.delete_replaced(base, new)
+                for swap, base, new in swaps:
+                    await self._committed(swap, base, new)
                 return
             COMMIT_RETRIES.inc()
             await backoff(attempt)
         COMMIT_CONFLICTS.inc()
         raise CommitFailed("Commit failed: tables in the transaction are being changed concurrently; retry later")
+
+    async def _committed(self, swap: PointerSwap, base: TableMetadata | None, new: TableMetadata) -> None:
+        """After a swap landed: record moved storage roots, delete replaced metadata files if asked to."""
+        if base is None or (new.location, _paths(new)) != (base.location, _paths(base)):
+            roots = self.storage.confine_paths(new.location, new.properties)
+            await self.storage.occupancy.claim(table_owner(swap.namespace, swap.name), roots)
+        if base is not None:
+            await self.files.delete_replaced(base, new)
 
     # Removing ---------------------------------------------------------------------------
     async def drop(self, ident: TableIdent, purge: bool) -> None:
@@ -287,12 +346,9 @@ class Tables:
             location = await self._backend.drop_table_pointer(flat, ident.name)
         except NoSuchTable:
             raise no_such_table(ident) from None
+        await self.storage.occupancy.forget(table_owner(flat, ident.name))
         if purge:
-            try:
-                metadata = await self.files.read(location)
-            except (NotFound, BadRequest):
-                return
-            await self.files.purge(location, metadata)
+            await self.files.purge_dropped(location, table=str(ident))
 
     async def unregister(self, ident: TableIdent) -> LoadedTable:
         loaded = await self.load(ident)
@@ -315,3 +371,15 @@ class Tables:
             raise no_such_table(source) from None
         except AlreadyExists:
             raise AlreadyExists(f"Table already exists: {target}") from None
+        await self.storage.occupancy.move(table_owner(source_flat, source.name), table_owner(target_flat, target.name))
+
+
+def _short(exc: Exception) -> str:
+    """An exception's first line, bounded (pydantic repeats the input it rejected)."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"[:200] for e in exc.errors()[:5])
+    return str(exc).split("\n", 1)[0][:300]
+
+
+def _paths(metadata: TableMetadata) -> tuple[str | None, ...]:
+    return tuple(metadata.properties.get(key) for key in PATH_PROPERTIES)

@@ -14,19 +14,17 @@ import json
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from irc_proxy.backends.sts import TemporaryCredentials
-from irc_proxy.errors import Forbidden
+from irc_proxy.handling.locations import table_paths
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import VendingSettings
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
-DATA_PATH = "write.data.path"
-METADATA_PATH = "write.metadata.path"
 READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion", "s3:AbortMultipartUpload")
 _SESSION_NAME_UNSAFE = re.compile(r"[^\w+=,.@-]")
@@ -57,18 +55,8 @@ def s3_prefix(location: str) -> S3Prefix | None:
 
 
 def table_locations(location: str, properties: Mapping[str, str]) -> list[str]:
-    """The table's location plus ``write.data.path`` / ``write.metadata.path`` when set elsewhere."""
-    found = [location.rstrip("/")]
-    for key in (DATA_PATH, METADATA_PATH):
-        extra = (properties.get(key) or "").rstrip("/")
-        if extra and not any(_under(extra, known) for known in found):
-            found.append(extra)
-    return found
-
-
-def _under(location: str, base: str) -> bool:
-    base = base.rstrip("/")
-    return location.rstrip("/") == base or location.startswith(base + "/")
+    """The table's location plus any ``write.*.path`` set elsewhere (credentials must reach all of them)."""
+    return table_paths(location, properties)
 
 
 def session_policy(prefixes: Sequence[S3Prefix], write: bool, partition: str = "aws") -> dict[str, Any]:
@@ -181,22 +169,16 @@ class StorageAccess:
 class Vending:
     """One catalog's delegation: allowed locations, scoped credentials and the client settings."""
 
-    def __init__(self, catalog: str, settings: VendingSettings, warehouse: str, source: CredentialSource) -> None:
+    def __init__(
+        self, catalog: str, settings: VendingSettings, allowed_locations: Sequence[str], source: CredentialSource
+    ) -> None:
+        """``allowed_locations``: the catalog's (one setting for confinement and vending)."""
         self.catalog = catalog
         self.settings = settings
-        self.allowed_locations = [loc.rstrip("/") for loc in settings.allowed_locations] or [warehouse.rstrip("/")]
+        self.allowed_locations = [loc.rstrip("/") for loc in allowed_locations]
         self._source = source
         self._partition = source.role_arn.split(":")[1]
         self.cache = CredentialCache(settings.refresh_margin_seconds, settings.cache_entries)
-
-    def check_locations(self, locations: Iterable[str]) -> None:
-        """Raises Forbidden naming the first location outside ``allowed_locations``."""
-        for location in locations:
-            if not any(_under(location, allowed) for allowed in self.allowed_locations):
-                raise Forbidden(
-                    f"Location {location} is outside the locations allowed for catalog {self.catalog}: "
-                    + ", ".join(self.allowed_locations)
-                )
 
     def client_settings(self) -> dict[str, str]:
         """S3 client settings handed out with credentials or signing (region, endpoint, path style)."""

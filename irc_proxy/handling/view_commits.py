@@ -20,6 +20,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewHistoryEntry, ViewMetadata, ViewVersion
 
 from irc_proxy.errors import BadRequest, CommitFailed, InvalidArgument
+from irc_proxy.handling.input_errors import INPUT_ERRORS, clip, explain
 
 LAST_ADDED = -1
 HISTORY_SIZE = "version.history.num-entries"
@@ -102,16 +103,17 @@ def _parse_each(raw: Any, adapter: TypeAdapter[Any], kind: str, tag: str) -> lis
     for item in raw:
         if not isinstance(item, dict):
             raise BadRequest(f"Invalid view {kind}: expected an object")
+        name = clip(repr(item.get(tag)), 100)
         try:
             parsed.append(adapter.validate_python(item))
         except ValidationError as exc:
-            first = exc.errors()[0]
+            first = exc.errors(include_url=False, include_input=False)[0]
             if first["type"] in ("union_tag_invalid", "union_tag_not_found", "literal_error"):
-                raise BadRequest(f"Unsupported view {kind} {tag}: {item.get(tag)!r}") from None
-            where = ".".join(str(p) for p in first["loc"][1:])
-            raise BadRequest(f"Invalid view {kind} {item.get(tag)!r}: {where}: {first['msg']}") from None
-        except (ValueError, TypeError, KeyError) as exc:  # pyiceberg's type validators raise KeyError
-            raise BadRequest(f"Invalid view {kind} {item.get(tag)!r}: {exc!s}") from None
+                raise BadRequest(f"Unsupported view {kind} {tag}: {name}") from None
+            where = clip(".".join(str(p) for p in first["loc"][1:]), 100)
+            raise BadRequest(f"Invalid view {kind} {name}: {where}: {clip(first['msg'])}") from None
+        except INPUT_ERRORS as exc:  # pyiceberg's validators: ValidationError, KeyError for missing keys, ...
+            raise BadRequest(f"Invalid view {kind} {name}: {explain(exc)}") from None
     return parsed
 
 

@@ -9,25 +9,27 @@ names against creates and renames (409), and refuse changes (403): they are read
 from __future__ import annotations
 
 import gzip
-import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
 from pyiceberg.schema import Schema
 from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 
 from irc_proxy.backends.base import Backend, EngineView, EngineViewSource, engine_views
-from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, Forbidden, NoSuchView, NotFound
+from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, Forbidden, NoSuchView
 from irc_proxy.handling import view_commits as vc
+from irc_proxy.handling.locations import PATH_PROPERTIES
 from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_version
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, collect
 from irc_proxy.handling.retry import MAX_COMMIT_ATTEMPTS, KeyedLocks, backoff
+from irc_proxy.handling.storage import view_owner
+from irc_proxy.handling.storage_reads import parse_metadata
 from irc_proxy.handling.tables import Tables
+from irc_proxy.stores.locations import Owner
 from irc_proxy.stores.views import StoredView, ViewStore
 from irc_proxy.threads import ThreadRunner
 
@@ -197,7 +199,11 @@ class Views:
         ident = TableIdent(namespace, validate_name(request.name, "view"))
         flat = await self._namespaces.flat_existing(namespace)
         await self._check_free(flat, ident)
-        location = (request.location or "").rstrip("/") or await self._tables.default_location(namespace, ident.name)
+        storage = self._tables.storage
+        if request.location:
+            location = storage.confine(request.location, "View location")
+        else:
+            location = await self._tables.default_location(namespace, ident.name)
         version = request.view_version.model_copy(
             update={"version_id": 1, "schema_id": vc.LAST_ADDED, "timestamp_ms": int(time.time() * 1000)}
         )
@@ -210,12 +216,34 @@ class Views:
             vc.SetCurrentViewVersion.model_validate({"action": "set-current-view-version", "view-version-id": -1}),
         ]
         metadata = vc.apply_view_updates(None, updates)
-        metadata_location = await self._write(metadata, None)
+        owner = view_owner(flat, ident.name)
+        roots = storage.confine_paths(metadata.location, metadata.properties)
+        await storage.occupancy.claim(owner, roots, what="View location")
         try:
+            metadata_location = await self._write(metadata, None)
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
         except AlreadyExists:
+            await self._record(owner)
             raise AlreadyExists(f"View already exists: {ident}") from None
+        except BaseException:
+            await self._record(owner)
+            raise
         return LoadedView(metadata_location, metadata)
+
+    async def live_paths(self, owner: Owner) -> Sequence[str] | None:
+        """The storage roots of a live view, or None when it is gone (for the occupancy index)."""
+        stored = await self._store.load(self._catalog, owner.namespace, owner.name)
+        if stored is None:
+            return None
+        return self._tables.storage.confine_paths(stored.metadata.location, stored.metadata.properties)
+
+    async def _record(self, owner: Owner) -> None:
+        """Record what the live view ``owner`` holds now (after a claim that did not become a view)."""
+        paths = await self.live_paths(owner)
+        if paths is None:
+            await self._tables.storage.occupancy.release(owner)
+        else:
+            await self._tables.storage.occupancy.claim(owner, paths)
 
     async def replace(
         self,
@@ -233,8 +261,15 @@ class Views:
                 metadata = vc.apply_view_updates(stored.metadata, updates)
                 if metadata == stored.metadata:
                     return LoadedView(stored.metadata_location, stored.metadata)
+                moved = _roots(metadata) != _roots(stored.metadata)
+                if moved:  # a view's files may not leave the allowed locations nor enter another object's
+                    roots = self._tables.storage.confine_paths(metadata.location, metadata.properties)
+                    owner = view_owner(flat, ident.name)
+                    await self._tables.storage.occupancy.check_free(roots, owner, "View location")
                 location = await self._write(metadata, stored.metadata_location)
                 if await self._store.replace(self._catalog, flat, ident.name, stored, metadata, location, principal):
+                    if moved:
+                        await self._tables.storage.occupancy.claim(owner, roots)
                     return LoadedView(location, metadata)
                 await backoff(attempt)
         raise CommitFailed(f"Commit failed: view {ident} is being changed concurrently; retry later")
@@ -246,6 +281,7 @@ class Views:
         except NoSuchView:
             await self._refuse_engine_view(flat, ident)
             raise no_such_view(ident) from None
+        await self._tables.storage.occupancy.forget(view_owner(flat, ident.name))
 
     async def rename(self, source: TableIdent, target: TableIdent) -> None:
         validate_name(target.name, "view")
@@ -266,16 +302,29 @@ class Views:
             raise no_such_view(source) from None
         except AlreadyExists:
             raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists") from None
+        occupancy = self._tables.storage.occupancy
+        await occupancy.move(view_owner(source_flat, source.name), view_owner(target_flat, target.name))
 
     async def register(self, namespace: Namespace, name: str, metadata_location: str, principal: str) -> LoadedView:
         ident = TableIdent(namespace, validate_name(name, "view"))
         flat = await self._namespaces.flat_existing(namespace)
         await self._check_free(flat, ident)
+        storage = self._tables.storage
+        metadata_location = storage.confine(metadata_location, "Metadata location")  # before any I/O
+        await storage.occupancy.check_free([metadata_location], None, "Metadata file")
         metadata = await self._read(metadata_location)
+        owner = view_owner(flat, ident.name)
+        await storage.occupancy.claim(
+            owner, storage.confine_paths(metadata.location, metadata.properties), what="View location"
+        )
         try:
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
         except AlreadyExists:
+            await self._record(owner)
             raise AlreadyExists(f"View already exists: {ident}") from None
+        except BaseException:
+            await self._record(owner)
+            raise
         return LoadedView(metadata_location, metadata)
 
     # Files ------------------------------------------------------------------------------
@@ -296,18 +345,10 @@ class Views:
         return location
 
     async def _read(self, location: str) -> ViewMetadata:
-        def read() -> bytes:
-            with self._backend.file_io(location, {}).new_input(location).open() as stream:
-                return stream.read()
+        """Read within the limits of ``storage_reads`` (regular file, size, timeout); errors never quote it."""
+        what = "View metadata file"
+        return parse_metadata(ViewMetadata, await self._tables.files.read_bytes(location, what), location, what)
 
-        try:
-            raw = await self._threads.run(read)
-        except (FileNotFoundError, IsADirectoryError) as exc:
-            raise NotFound(f"Failed to open input stream for file: {location}") from exc
-        except OSError as exc:
-            raise BadRequest(f"Cannot read view metadata file {location}: {exc}") from exc
-        try:
-            data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-            return ViewMetadata.model_validate(json.loads(data))
-        except (ValueError, OSError, ValidationError) as exc:
-            raise BadRequest(f"Invalid view metadata file {location}: {exc}") from exc
+
+def _roots(metadata: ViewMetadata) -> tuple[str | None, ...]:
+    return (metadata.location, *(metadata.properties.get(key) for key in PATH_PROPERTIES))

@@ -317,6 +317,8 @@ async def uses_catalog(request: Request, catalog: str) -> None:
     """``/v1/config`` for a catalog: any grant in it implies ``catalog.use``."""
     held = await grants(request)
     if held.admin or held.uses_catalog(catalog):
+        _note(request, "allowed", "admin" if held.admin else f"a grant in catalog {catalog}")
         return
     who = parsing.principal(request)
+    _note(request, "denied", f"no grant in catalog {catalog} (catalog.use)")
     raise Forbidden(f"Principal {who} is not authorized: catalog.use on catalog {catalog} is required")

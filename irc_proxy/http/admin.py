@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.authn import TokenService, hash_secret
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, StoredGrant, StoredPrincipal, grant_target
 from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import _Body
@@ -90,6 +90,13 @@ def _changed(request: Request) -> None:
     access.authorizer(request).invalidate()
 
 
+def _sessions_changed(request: Request, principal: str) -> None:
+    """Forget this replica's cached view of the principal's client, so its sessions end at once."""
+    service: TokenService | None = getattr(request.state, "token_service", None)
+    if service is not None:
+        service.clients.forget(principal)
+
+
 def _issues_tokens(request: Request) -> bool:
     settings: Settings = request.state.settings
     return settings.auth.mode == "oauth2"
@@ -138,8 +145,11 @@ async def get_principal(request: Request) -> Response:
 
 
 async def delete_principal(request: Request) -> Response:
-    await access.authorizer(request).store.delete_principal(_path_name(request, "principal"))
+    """Delete the principal; its tokens stop working (here at once, on other replicas within the cache delay)."""
+    name = _path_name(request, "principal")
+    await access.authorizer(request).store.delete_principal(name)
     _changed(request)
+    _sessions_changed(request, name)
     return no_content()
 
 
@@ -148,6 +158,7 @@ async def rotate_credentials(request: Request) -> Response:
     name = _path_name(request, "principal")
     secret, hashed = await _new_secret()
     await access.authorizer(request).store.set_secret(name, hashed)
+    _sessions_changed(request, name)  # its tokens are bound to the old secret's hash: they end
     return json_response({"credentials": _credentials(name, secret)}, headers={"Cache-Control": "no-store"})
 
 

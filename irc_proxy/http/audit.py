@@ -44,6 +44,7 @@ def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None
     separator = settings.server.namespace_separator if settings is not None else ":"
     prefix = params.get("prefix")
     catalogs = state.get("catalogs")
+    decision, reason = _decision(state, int(status))
     auditor.submit(
         AuditRecord(
             time=now(),
@@ -54,7 +55,21 @@ def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None
             status=int(status),
             request_id=str(state.get("request_id", "")),
             latency_ms=latency_ms,
-            decision=str(state.get("audit_decision", "allowed")),
-            reason=state.get("audit_reason"),
+            decision=decision,
+            reason=reason,
         )
     )
+
+
+def note_refusal(state: dict[str, Any], message: str) -> None:
+    """Remember why a handler refused the request (a 403 raised after authorization allowed it)."""
+    state["audit_refusal"] = message
+
+
+def _decision(state: dict[str, Any], status: int) -> tuple[str, str | None]:
+    """Every 403 is ``denied`` with a reason: the authorization step's, a handler's refusal, or the status."""
+    decision, reason = str(state.get("audit_decision", "allowed")), state.get("audit_reason")
+    if status != 403 or (decision == "denied" and reason):
+        return decision, reason
+    refusal = state.get("audit_refusal") or "refused with 403 after authorization (e.g. by the upstream catalog)"
+    return "denied", f"{reason}; {refusal}" if reason else str(refusal)

@@ -2,7 +2,9 @@
 
 The middleware asks the lifespan's ``authenticator`` (``irc_proxy.handling.authn``) who a token
 names and puts the answer in ``scope["state"]`` (``principal``, ``roles``). Health, token and
-JWKS endpoints stay open. Tokens and secrets are never logged or echoed.
+JWKS endpoints stay open. Tokens and secrets are never logged or echoed. Every token request is
+audited (``oauth.token``; refusals as denied, with the reason and source address) and its client id
+goes to the access log (``client=``); throttling itself lives in ``irc_proxy.handling.throttle``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import binascii
 import json
 from urllib.parse import parse_qs, unquote_plus
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -32,6 +33,8 @@ TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", TOKEN_PATH, JWKS_PATH})
 _NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+MAX_LOGGED_ID = 255
+"""Client ids are the caller's text: at most this much of one goes into the audit trail."""
 
 
 def bearer_token(authorization: str) -> str | None:
@@ -85,9 +88,15 @@ def _token_service(request: Request) -> TokenService:
     return service
 
 
-def _oauth_error(error: str, description: str) -> Response:
-    status = 401 if error == "invalid_client" else 400  # invalid_grant is a 400 too (RFC 6749 5.2)
+_OAUTH_STATUS = {"invalid_client": 401, "slow_down": 429, "temporarily_unavailable": 503}
+"""Other refusals (invalid_request, invalid_grant, unsupported_grant_type) are 400s (RFC 6749 5.2)."""
+
+
+def _oauth_error(error: str, description: str, retry_after: int | None = None) -> Response:
+    status = _OAUTH_STATUS.get(error, 400)
     headers = _NO_STORE | ({"WWW-Authenticate": 'Basic realm="irc-proxy"'} if status == 401 else {})
+    if retry_after is not None:
+        headers = headers | {"Retry-After": str(retry_after)}
     return json_response({"error": error, "error_description": description}, status, headers)
 
 
@@ -102,14 +111,35 @@ def _basic_credentials(authorization: str) -> tuple[str, str] | None:
     return unquote_plus(client_id), unquote_plus(secret)
 
 
+def _audit(request: Request, client_id: str, principal: str, refusal: TokenRequestError | None) -> None:
+    """Name the request's audit record (``oauth.token``) and the client for the access log.
+
+    A refusal is recorded as denied with its reason and the source address (never the secret).
+    """
+    state = request.state
+    state.audit_operation, state.audit_params = "oauth.token", {}
+    state.audit_object = client_id[:MAX_LOGGED_ID] or None
+    state.principal = (principal or client_id or ANONYMOUS.name)[:MAX_LOGGED_ID]
+    state.client_id = client_id
+    if refusal is not None:
+        state.audit_decision = "denied"
+        state.audit_reason = f"{refusal.error}: {refusal.description} (address {_address(request)})"
+
+
+def _address(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
+
+
 async def issue_token(request: Request) -> Response:
     """``POST /v1/oauth/tokens`` (deprecated in the spec, still what pyiceberg and Spark call)."""
     if not request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
-        return _oauth_error("invalid_request", "the body must be application/x-www-form-urlencoded")
+        return _refused(
+            request, "", TokenRequestError("invalid_request", "the body must be application/x-www-form-urlencoded")
+        )
     try:
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode(), keep_blank_values=True).items()}
     except UnicodeDecodeError:
-        return _oauth_error("invalid_request", "the body is not valid UTF-8")
+        return _refused(request, "", TokenRequestError("invalid_request", "the body is not valid UTF-8"))
     client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
     basic = _basic_credentials(request.headers.get("authorization", ""))
     if basic is not None:
@@ -118,12 +148,19 @@ async def issue_token(request: Request) -> Response:
     try:
         if grant == TOKEN_EXCHANGE_GRANT:
             subject_type = form.get("subject_token_type", "")
-            body = service.exchange(form.get("subject_token", ""), subject_type, scope)
+            subject = form.get("subject_token", "")
+            issued = await service.exchange(subject, subject_type, scope, client_id, secret, _address(request))
         else:
-            body = await run_in_threadpool(service.issue, grant, client_id, secret, scope)
+            issued = await service.issue(grant, client_id, secret, scope, _address(request))
     except TokenRequestError as exc:
-        return _oauth_error(exc.error, exc.description)
-    return json_response(body, headers=_NO_STORE)
+        return _refused(request, exc.client_id or client_id, exc)
+    _audit(request, issued.client_id, issued.principal, None)
+    return json_response(issued.body, headers=_NO_STORE)
+
+
+def _refused(request: Request, client_id: str, refusal: TokenRequestError) -> Response:
+    _audit(request, client_id, "", refusal)
+    return _oauth_error(refusal.error, refusal.description, refusal.retry_after)
 
 
 async def jwks(request: Request) -> Response:

@@ -121,30 +121,24 @@ def with_fields(response: Response, fields: Mapping[str, Any]) -> Response:
     return Response(body, status_code=response.status_code, media_type="application/json", headers=headers)
 
 
-async def create_locations(
-    catalog: Catalog, namespace: tuple[str, ...], name: str, location: str | None, properties: Mapping[str, str]
-) -> list[str]:
-    """Where a table about to be created will keep files ([] without vending).
+async def create_locations(catalog: Catalog, location: str, properties: Mapping[str, str]) -> list[str]:
+    """Where a table about to be created at ``location`` (already resolved) will keep files ([] without vending).
 
     Raises:
         Forbidden: naming a location outside the catalog's ``allowed_locations``.
     """
     if catalog.vending is None:
         return []
-    base = (location or "").rstrip("/") or await catalog.tables.default_location(namespace, name)
-    locations = table_locations(base, properties)
-    catalog.vending.check_locations(locations)
-    return locations
+    return catalog.tables.storage.confine_paths(location, properties)
 
 
 async def register_locations(catalog: Catalog, metadata_location: str) -> list[str]:
     """Where a table about to be registered keeps files ([] without vending); Forbidden outside the allowed ones."""
     if catalog.vending is None:
         return []
+    metadata_location = catalog.tables.storage.confine(metadata_location, "Metadata location")  # before any I/O
     metadata = await catalog.tables.files.read(metadata_location)
-    locations = table_locations(metadata.location, metadata.properties)
-    catalog.vending.check_locations([*locations, metadata_location])
-    return locations
+    return catalog.tables.storage.confine_paths(metadata.location, metadata.properties)
 
 
 # Endpoints ------------------------------------------------------------------------------------------

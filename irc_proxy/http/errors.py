@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy import errors
+from irc_proxy.http.audit import note_refusal
 
 log = logging.getLogger("irc_proxy.http")
 
@@ -63,6 +64,8 @@ def classify(exc: errors.CatalogError) -> tuple[int, str]:
 async def catalog_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.CatalogError)
     status, type_name = classify(exc)
+    if status == 403:
+        note_refusal(request.scope.setdefault("state", {}), exc.message)
     return error_response(request, status, type_name, exc.message)
 
 

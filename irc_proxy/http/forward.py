@@ -25,7 +25,7 @@ from irc_proxy.handling import remote
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.http import access, parsing
+from irc_proxy.http import access, listing_tokens, parsing
 from irc_proxy.http.errors import error_response
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -110,7 +110,7 @@ async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Respons
         reply = await upstream.send(
             "GET" if head_as_get else method,
             upstream.path(upstream_tail(request, catalog, template)),
-            query=request.scope.get("query_string", b""),
+            query=listing_tokens.upstream_query(request),
             headers=headers,
             content=content,
             ambiguous=endpoint in remote.AMBIGUOUS,
@@ -142,6 +142,7 @@ async def _filtered_listing(request: Request, template: str, body: bytes) -> byt
         idents = [TableIdent(tuple(i["namespace"]), i["name"]) for i in listing.get("identifiers") or ()]
         shown_idents = await access.visible_objects(request, idents, kind)
         listing["identifiers"] = [{"namespace": list(i.namespace), "name": i.name} for i in shown_idents]
+    listing_tokens.seal_next_token(request, listing)
     return json.dumps(listing).encode()
 
 

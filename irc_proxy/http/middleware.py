@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -123,7 +124,11 @@ class Edge:
             submit_record(state, status, took * 1000)
             if access_log.isEnabledFor(logging.INFO):
                 path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
-                access_log.info("%s %s %d %.1fms id=%s", scope["method"], path, status, took * 1000, request_id)
+                client = state.get("client_id")  # the token endpoint's client, escaped: it is the caller's text
+                extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
+                access_log.info(
+                    "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, request_id, extra
+                )
 
 
 class BodyTooLarge(HTTPException):

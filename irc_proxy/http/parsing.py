@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import unquote, unquote_plus
 
@@ -11,11 +13,15 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from irc_proxy.errors import BadRequest
+from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
-from irc_proxy.handling.paging import PageRequest, decode_token
+from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
+from irc_proxy.http import request_limits
+from irc_proxy.threads import ThreadRunner
 
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
 _ENCODED_UNIT_SEPARATOR = re.compile("%1f", re.IGNORECASE)
 # A level as pyiceberg sends it in ``parent``: ``quote(level, safe="")``, i.e. only unreserved characters and %XX.
 _QUOTED_LEVEL = re.compile(r"(?:[A-Za-z0-9_.~-]|%[0-9A-Fa-f]{2})+")
@@ -113,7 +119,17 @@ def page_param(request: Request) -> PageRequest:
             raise BadRequest(f"Invalid pageSize: {size!r} is not an integer") from None
         if limit < 1:
             raise BadRequest(f"Invalid pageSize: {limit} (must be at least 1)")
-    return PageRequest(token=decode_token(token) if token else None, limit=min(limit, settings.max_page_size))
+    binding = page_binding(request)
+    opened = binding.open(token) if token else None
+    return PageRequest(token=opened, limit=min(limit, settings.max_page_size), binding=binding)
+
+
+def page_binding(request: Request) -> PageBinding:
+    """Page tokens of this listing: bound to the caller, catalog, operation and parent (``paging``)."""
+    tokens: PageTokens = request.state.page_tokens
+    parent = namespace_param(request) if "namespace" in request.path_params else parent_param(request)
+    operation = str(getattr(request.state, "audit_operation", request.url.path))
+    return PageBinding(tokens, listing_scope(principal(request), catalog(request).name, operation, parent))
 
 
 def bool_param(request: Request, key: str, default: bool = False) -> bool:
@@ -125,8 +141,13 @@ def bool_param(request: Request, key: str, default: bool = False) -> bool:
     raise BadRequest(f"Invalid {key}: {raw!r} (expected true or false)")
 
 
-async def json_body(request: Request) -> Any:
-    raw = await request.body()
+INLINE_BODY_BYTES = 64 * 1024
+"""Bodies up to this size are parsed on the event loop (about a millisecond); larger ones in a worker thread."""
+
+
+def decode_json(raw: bytes, max_depth: int) -> Any:
+    """Parse a JSON body whose nesting is checked first (deeper than ``max_depth`` is a 400)."""
+    request_limits.check_depth(raw, max_depth)
     try:
         try:
             return json.loads(raw)
@@ -136,26 +157,59 @@ async def json_body(request: Request) -> Any:
             return json.loads(raw.decode("latin-1"))
     except json.JSONDecodeError as exc:
         raise BadRequest(f"Malformed request body: not valid JSON ({exc})") from None
+    except RecursionError:  # not reached after the depth check; kept so that it can never be a 500
+        raise BadRequest("Malformed request body: JSON nested too deeply") from None
+
+
+async def parsed_body(request: Request, parse: Callable[[Any], R]) -> R:
+    """The JSON body, decoded once per request, passed through ``parse`` (e.g. model validation).
+
+    Both steps run in the shared worker pool for bodies over INLINE_BODY_BYTES, so that a large
+    commit does not hold the event loop; small ones stay inline (a thread hop costs more than they do).
+    """
+    raw = await request.body()
+    cached = request.scope.get(_JSON, _MISSING)
+    max_depth: int = request.state.settings.server.max_json_depth
+
+    def run() -> R:
+        data = decode_json(raw, max_depth) if cached is _MISSING else cached
+        request.scope[_JSON] = data
+        return parse(data)
+
+    if len(raw) <= INLINE_BODY_BYTES:
+        return run()
+    threads: ThreadRunner = request.state.threads
+    return await threads.run(run)
+
+
+_JSON = "irc_proxy.json_body"
+_MISSING = object()
+
+
+async def json_body(request: Request) -> Any:
+    return await parsed_body(request, lambda data: data)
 
 
 async def body_model(request: Request, model: type[M]) -> M:
     """Parse the JSON body into ``model``; any problem is a 400 naming the field."""
-    data = await json_body(request)
+    return await parsed_body(request, functools.partial(validate_model, model))
+
+
+def validate_model(model: type[M], data: Any) -> M:
+    """``data`` as ``model``; any problem is a 400 naming the field (and never quoting large input)."""
     if not isinstance(data, dict):
         raise BadRequest("Malformed request body: expected a JSON object")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise BadRequest(describe(exc)) from None
-    except (ValueError, TypeError) as exc:
-        raise BadRequest(f"Invalid request body: {exc}") from None
-    except KeyError as exc:  # pyiceberg's type validators index the raw dict (a list type without "element")
-        raise BadRequest(f"Invalid request body: missing field {exc}") from None
+    except input_errors.INPUT_ERRORS as exc:  # pyiceberg's validators raise these (KeyError: list without element)
+        raise BadRequest(f"Invalid request body: {input_errors.explain(exc)}") from None
 
 
 def describe(exc: ValidationError) -> str:
     problems = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(p) for p in error["loc"]) or "body"
-        problems.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    for error in exc.errors(include_input=False, include_url=False)[:5]:
+        where = input_errors.clip(".".join(str(p) for p in error["loc"]) or "body")
+        problems.append(f"{where}: {input_errors.clip(error['msg'].removeprefix('Value error, '))}")
     return "Invalid request body: " + "; ".join(problems)

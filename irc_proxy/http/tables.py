@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -13,7 +15,7 @@ from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.tables import TableChange, TableCreate
 from irc_proxy.handling.vending import table_locations
-from irc_proxy.http import access, credentials, parsing
+from irc_proxy.http import access, credentials, parsing, responses
 from irc_proxy.http.bodies import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -23,6 +25,7 @@ from irc_proxy.http.bodies import (
     ReportMetricsRequest,
     TableIdentifier,
 )
+from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import (
     etag,
     etag_matches,
@@ -53,17 +56,19 @@ async def create_table(request: Request) -> Response:
     namespace = parsing.namespace_param(request)
     body = await parsing.body_model(request, CreateTableRequest)
     parsing.audit_object(request, TableIdent(namespace, body.name))
+    # Resolved once: the location vended for is the one created (a taken default gets a unique suffix).
+    location = await catalog.tables.resolve_location(namespace, body.name, body.location)
     create = TableCreate(
         name=body.name,
         schema=body.table_schema,
-        location=body.location,
+        location=location,
         partition_spec=body.partition_spec,
         write_order=body.write_order,
         properties=body.properties,
         stage_create=body.stage_create,
     )
     # Checked and vended before anything is written: a refused location or an STS failure creates nothing.
-    locations = await credentials.create_locations(catalog, namespace, body.name, body.location, body.properties)
+    locations = await credentials.create_locations(catalog, location, body.properties)
     config, fields = await credentials.table_access(request, catalog, TableIdent(namespace, body.name), locations)
     loaded = await catalog.tables.create(namespace, create)
     return credentials.with_fields(load_table_response(replace(loaded, config=loaded.config | config)), fields)
@@ -107,26 +112,41 @@ def _change(ident: TableIdent, body: CommitTableRequest) -> TableChange:
     return TableChange(ident, commits.parse_requirements(body.requirements), commits.parse_updates(body.updates))
 
 
+def _parse_commit(ident: TableIdent, limits: CommitLimits, data: Any) -> TableChange:
+    """The body of updateTable as one change (counted before its entries are parsed)."""
+    body = parsing.validate_model(CommitTableRequest, data)
+    if body.identifier is not None and body_ident(body.identifier) != ident:
+        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
+    limits.check(len(body.updates), len(body.requirements))
+    return _change(ident, body)
+
+
+def _parse_transaction(limits: CommitLimits, data: Any) -> list[TableChange]:
+    """The body of commitTransaction; the limits apply to all its table changes together."""
+    body = parsing.validate_model(CommitTransactionRequest, data)
+    changes = body.table_changes
+    limits.check(sum(len(c.updates) for c in changes), sum(len(c.requirements) for c in changes))
+    parsed = []
+    for change in changes:
+        if change.identifier is None:
+            raise BadRequest("Invalid table change: identifier is required in a transaction")
+        parsed.append(_change(body_ident(change.identifier), change))
+    return parsed
+
+
 async def commit_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
-    body = await parsing.body_model(request, CommitTableRequest)
-    if body.identifier is not None and body_ident(body.identifier) != ident:
-        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
-    loaded = await catalog.tables.commit(_change(ident, body))
+    change = await parsing.parsed_body(request, partial(_parse_commit, ident, CommitLimits.of(request)))
+    loaded = await catalog.tables.commit(change)
     assert loaded.metadata_location is not None
-    body_bytes = load_table_body(loaded, with_config=False)
+    body_bytes = await responses.commit_table_body(request, loaded)
     return Response(body_bytes, media_type="application/json", headers={"ETag": etag(loaded.metadata_location, "all")})
 
 
 async def commit_transaction(request: Request) -> Response:
     catalog = parsing.catalog(request)
-    body = await parsing.body_model(request, CommitTransactionRequest)
-    changes = []
-    for change in body.table_changes:
-        if change.identifier is None:
-            raise BadRequest("Invalid table change: identifier is required in a transaction")
-        changes.append(_change(body_ident(change.identifier), change))
+    changes = await parsing.parsed_body(request, partial(_parse_transaction, CommitLimits.of(request)))
     parsing.audit_object(request, *(change.ident for change in changes))
     await catalog.tables.commit_transaction(changes)
     return no_content()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from functools import partial
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -14,8 +16,11 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.views import LoadedView, ViewCreate
 from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
+from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import identifier, json_response, no_content
 from irc_proxy.http.tables import body_ident
+
+ViewChange = tuple[list[view_commits.AssertViewUUID], list[view_commits.ViewUpdate]]
 
 
 def load_view_response(view: LoadedView) -> Response:
@@ -51,14 +56,20 @@ async def view_exists(request: Request) -> Response:
     return no_content()
 
 
+def _parse_view_commit(ident: TableIdent, limits: CommitLimits, data: Any) -> ViewChange:
+    """The body of replaceView: requirements and updates, counted before they are parsed."""
+    body = parsing.validate_model(CommitViewRequest, data)
+    if body.identifier is not None and body_ident(body.identifier) != ident:
+        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
+    limits.check(len(body.updates), len(body.requirements))
+    return view_commits.parse_view_requirements(body.requirements), view_commits.parse_view_updates(body.updates)
+
+
 async def replace_view(request: Request) -> Response:
     views = parsing.catalog(request).require_views()
     ident = parsing.table_param(request, "view")
-    body = await parsing.body_model(request, CommitViewRequest)
-    if body.identifier is not None and body_ident(body.identifier) != ident:
-        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
-    requirements = view_commits.parse_view_requirements(body.requirements)
-    updates = view_commits.parse_view_updates(body.updates)
+    parse = partial(_parse_view_commit, ident, CommitLimits.of(request))
+    requirements, updates = await parsing.parsed_body(request, parse)
     return load_view_response(await views.replace(ident, requirements, updates, parsing.principal(request)))
 
 

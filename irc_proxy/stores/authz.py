@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Engine, delete
+from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import AlreadyExists, NotFound
 from irc_proxy.stores.tables import GrantRow, PrincipalRoleRow, PrincipalRow, RoleRow
-from irc_proxy.threads import ThreadRunner
+from irc_proxy.stores.transactions import TransactionalStore
 
 T = TypeVar("T")
 LEVEL_SEPARATOR = "\x1f"
@@ -39,20 +38,8 @@ class StoredGrant:
     privilege: str
 
 
-class AuthzStore:
+class AuthzStore(TransactionalStore):
     """CRUD over the authorization tables; every method is one transaction."""
-
-    def __init__(self, engine: Engine, threads: ThreadRunner | None = None) -> None:
-        self._engine = engine
-        self._threads = threads or ThreadRunner()
-
-    async def _run(self, fn: Callable[[Session], T]) -> T:
-        return await self._threads.run(self.run_sync, fn)
-
-    def run_sync(self, fn: Callable[[Session], T]) -> T:
-        """Run ``fn`` in one transaction (for the CLI and other synchronous callers)."""
-        with database_errors("State database"), Session(self._engine) as session, session.begin():
-            return fn(session)
 
     # Principals ------------------------------------------------------------------------------
     async def principals(self) -> list[StoredPrincipal]:
@@ -86,9 +73,9 @@ class AuthzStore:
 
         await self._run(drop)
 
-    def secret_hash(self, name: str) -> str | None:
-        """The client-secret hash of ``name`` (synchronous: the token endpoint runs in a thread)."""
-        return self.run_sync(lambda s: getattr(s.get(PrincipalRow, name), "secret_hash", None))
+    async def secret_hash(self, name: str) -> str | None:
+        """The client-secret hash of ``name``, if it exists and has one (salted: it changes on rotation)."""
+        return await self._run(lambda s: getattr(s.get(PrincipalRow, name), "secret_hash", None))
 
     # Roles -----------------------------------------------------------------------------------
     async def roles(self) -> list[str]:

@@ -7,16 +7,15 @@ inside one transaction, so replicas sharing a database never lose a version.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewVersion
-from sqlalchemy import Engine, delete, func, update
+from sqlalchemy import delete, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import AlreadyExists, NoSuchView
 from irc_proxy.stores.tables import (
     ViewPropertyRow,
@@ -27,7 +26,7 @@ from irc_proxy.stores.tables import (
     ViewVersionRow,
     utcnow,
 )
-from irc_proxy.threads import ThreadRunner
+from irc_proxy.stores.transactions import TransactionalStore
 
 T = TypeVar("T")
 CHILD_TABLES = (ViewPropertyRow, ViewVersionRow, ViewRepresentationRow, ViewSchemaRow, ViewVersionLogRow)
@@ -47,19 +46,8 @@ class VersionAudit:
     created_at: str
 
 
-class ViewStore:
+class ViewStore(TransactionalStore):
     """Views of every catalog in the proxy's state database."""
-
-    def __init__(self, engine: Engine, threads: ThreadRunner) -> None:
-        self._engine = engine
-        self._threads = threads
-
-    async def _run(self, fn: Callable[[Session], T]) -> T:
-        return await self._threads.run(self._transaction, fn)
-
-    def _transaction(self, fn: Callable[[Session], T]) -> T:
-        with database_errors("State database"), Session(self._engine) as session, session.begin():
-            return fn(session)
 
     @staticmethod
     def _row(session: Session, catalog: str, namespace: str, name: str) -> ViewRow | None:

@@ -363,6 +363,18 @@ class RestError(Exception):
         self.code = code
 
 
+@pytest.fixture(scope="session")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+    """The RCK puts custom table and view locations in per-test temporary directories (its @TempDir):
+    this catalog allows them beside its warehouse, as an operator running the RCK would configure it."""
+    workdir = tmp_path_factory.mktemp("rck")
+    allowed = [(workdir / "data" / "warehouse" / "local").as_uri(), tmp_path_factory.getbasetemp().as_uri()]
+    config = f"[catalogs.local]\nallowed_locations = {allowed!r}\n".replace("'", '"')
+    server = ProxyProcess(workdir, config).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="module")
 def java(spark: Any) -> Java:
     return Java(spark)

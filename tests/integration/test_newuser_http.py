@@ -41,9 +41,10 @@ def test_unserved_routes_are_not_advertised(client: httpx.Client) -> None:
     assert not [e for e in endpoints if "/plan" in e or "/tasks" in e or "/functions" in e]
 
 
-def test_unusable_metadata_location_is_400_not_500(client: httpx.Client, ns_name: str, tmp_path: Path) -> None:
+def test_unusable_metadata_location_is_400_not_500(client: httpx.Client, ns_name: str, warehouse_dir: Path) -> None:
     """A location beneath a regular file can never work: a client error, not an outage (no retry helps)."""
-    blocker = tmp_path / "a-file"
+    blocker = warehouse_dir / f"{ns_name}-a-file"
+    blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text("not a directory")
     create_namespace(client, ns_name)
     body = {"name": "t", "schema": SCHEMA, "location": f"file://{blocker}/t"}

@@ -31,9 +31,10 @@ def test_create_table_reassigns_ids_and_writes_metadata(client: httpx.Client, ns
     assert loaded.headers["etag"]
 
 
-def test_requested_location_is_honoured(client: httpx.Client, ns_name: str, tmp_path: Path) -> None:
+def test_requested_location_is_honoured(client: httpx.Client, ns_name: str) -> None:
     create_namespace(client, ns_name)
-    location = (tmp_path / "custom").as_uri()
+    warehouse = create_table(client, (ns_name,), "first")["metadata"]["location"].rsplit("/", 2)[0]
+    location = f"{warehouse}/custom/{ns_name}"
     result = create_table(client, (ns_name,), "t", location=location)
     assert result["metadata"]["location"] == location
     assert result["metadata-location"].startswith(location + "/metadata/")
@@ -167,7 +168,7 @@ def test_register_dropped_table_restores_it(client: httpx.Client, ns_name: str) 
     assert_error(again, 409, "AlreadyExistsException", f"Table already exists: {ns_name}.t")
     missing = client.post(
         f"/v1/local/namespaces/{ns_name}/register",
-        json={"name": "u", "metadata-location": "file:///nope/x.metadata.json"},
+        json={"name": "u", "metadata-location": created["metadata"]["location"] + "-gone/x.metadata.json"},
     )
     assert_error(missing, 404, "NotFoundException")
 

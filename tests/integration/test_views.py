@@ -191,11 +191,11 @@ def test_view_commit_errors(client: httpx.Client, ns_name: str) -> None:
     assert_error(client.post(view_url((ns_name,), "missing"), json={"updates": []}), 404, "NoSuchViewException")
 
 
-def test_properties_and_location_updates_keep_versions(client: httpx.Client, ns_name: str, tmp_path: Path) -> None:
+def test_properties_and_location_updates_keep_versions(client: httpx.Client, ns_name: str) -> None:
     create_namespace(client, ns_name)
-    create_view(client, (ns_name,), "v", properties={"a": "1", "b": "2"})
+    created = create_view(client, (ns_name,), "v", properties={"a": "1", "b": "2"})
     url = view_url((ns_name,), "v")
-    new_location = (tmp_path / "elsewhere").as_uri()
+    new_location = created.json()["metadata"]["location"] + "-elsewhere"
     body = {
         "updates": [
             {"action": "set-properties", "updates": {"c": "3"}},

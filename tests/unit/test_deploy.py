@@ -109,7 +109,7 @@ def test_compose_demo_config_is_valid_with_the_environment_compose_sets() -> Non
     demo = settings.catalogs["demo"]
     assert isinstance(demo, GlueCatalogSettings)
     assert demo.endpoint_url == "http://moto:5000" and demo.access_key_id is not None
-    assert settings.state.database_url.startswith("postgresql+psycopg://")
+    assert settings.state.database_url.get_secret_value().startswith("postgresql+psycopg://")
     local = settings.catalogs["local"]
     assert isinstance(local, LocalCatalogSettings) and local.database_url == settings.state.database_url
     assert "access_key_id" not in config.read_text(encoding="utf-8").replace("# access_key_id", "")
@@ -185,7 +185,7 @@ def test_chart_defaults_probe_limit_autoscale_and_read_the_database_url_from_a_s
     config.write_text(toml, encoding="utf-8")
     environment["IRC_PROXY_CONFIG"] = str(config)
     settings = load_settings(config, environ=environment)
-    assert settings.server.host == "0.0.0.0" and settings.state.database_url.startswith("postgresql")
+    assert settings.server.host == "0.0.0.0" and settings.state.database_url.get_secret_value().startswith("postgresql")
     pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
     assert pre_stop == ["sleep", "5"] and settings.server.graceful_timeout_seconds == 30 - 5 - 2
     assert settings.server.log_format == "json"

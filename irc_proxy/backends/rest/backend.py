@@ -22,6 +22,7 @@ from pyiceberg.io import FileIO, load_file_io
 from irc_proxy import errors
 from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
 from irc_proxy.backends.rest.upstream import RestUpstream
+from irc_proxy.masking import mask_url
 from irc_proxy.settings import RestCatalogSettings
 
 _BY_TYPE: dict[str, type[errors.CatalogError]] = {
@@ -162,7 +163,7 @@ class RestBackend:
         """Existence only: a ``rest+<uri>`` marker, not the metadata location (tables are the upstream's)."""
         tail = f"namespaces/{self._segment(namespace)}/tables/{quote(name, safe='')}"
         exists = await self._exists(NS + "/tables/{table}", tail)
-        return f"rest+{self.upstream.uri}#{namespace}/{name}" if exists else None
+        return f"rest+{mask_url(self.upstream.uri)}#{namespace}/{name}" if exists else None
 
     async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
         raise errors.Unsupported("Tables of a remote REST catalog are committed by the upstream")

@@ -104,7 +104,7 @@ class RestUpstream:
 
     def __init__(self, name: str, settings: RestCatalogSettings) -> None:
         self.name = name
-        self.uri = settings.uri.rstrip("/")
+        self.uri = settings.uri.get_secret_value().rstrip("/")
         self.warehouse = settings.warehouse
         self.mapped_namespaces = settings.nested_namespaces == "mapped" or (
             settings.nested_namespaces == "auto" and settings.auth.mode == "sigv4"

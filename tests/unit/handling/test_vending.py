@@ -125,16 +125,18 @@ def test_session_name_and_tags_fit_sts_limits() -> None:
 
 def vending(**extra: object) -> Vending:
     settings = VendingSettings.model_validate({"role_arn": ROLE} | extra)
-    return Vending("lake", settings, "s3://lake/wh", Source())
+    return Vending("lake", settings, settings.allowed_locations or ["s3://lake/wh"], Source())
 
 
-def test_allowed_locations_default_to_the_warehouse() -> None:
-    v = vending()
-    v.check_locations(["s3://lake/wh/a/b", "s3://lake/wh"])
-    with pytest.raises(Forbidden, match="s3://lake/other/t is outside"):
-        v.check_locations(["s3://lake/other/t"])
-    with pytest.raises(Forbidden, match="s3://lake/wh2/t"):
-        v.check_locations(["s3://lake/wh2/t"])  # a prefix match on whole path segments only
+def test_allowed_locations_are_the_catalogs_and_default_to_the_warehouse() -> None:
+    from irc_proxy.settings import load_settings
+
+    base = {"IRC_PROXY_CATALOGS__LAKE__WAREHOUSE": "s3://lake/wh/", "IRC_PROXY_CATALOGS__LAKE__VENDING__ROLE_ARN": ROLE}
+    assert load_settings(environ=base).catalogs["lake"].allowed_locations == ["s3://lake/wh"]  # type: ignore[union-attr]
+    older = base | {"IRC_PROXY_CATALOGS__LAKE__VENDING__ALLOWED_LOCATIONS": "s3://lake/a, s3://lake/b"}
+    assert load_settings(environ=older).catalogs["lake"].allowed_locations == ["s3://lake/a", "s3://lake/b"]  # type: ignore[union-attr]
+    own = older | {"IRC_PROXY_CATALOGS__LAKE__ALLOWED_LOCATIONS": "s3://lake/c/"}
+    assert load_settings(environ=own).catalogs["lake"].allowed_locations == ["s3://lake/c"]  # type: ignore[union-attr]
 
 
 def test_settings_reject_margin_at_or_above_duration() -> None:

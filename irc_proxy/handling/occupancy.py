@@ -1,0 +1,124 @@
+"""No two live tables or views of a catalog share storage, unless the catalog allows overlap.
+
+A table's storage roots are its location and any ``write.*.path`` outside it (``locations.table_paths``). A
+root inside, equal to or containing another live object's root is refused: otherwise purging one object
+deletes the other's files, and credentials vended for one reach the other. Roots are recorded in the state
+database on create, register, commit, rename and drop (``stores/locations.py``). A recorded root is only
+trusted after asking the object itself: rows of objects that are gone (dropped by another engine, a crash
+between claim and create) are forgotten on the way, so the index heals instead of blocking names forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from irc_proxy.errors import BadRequest, CatalogError
+from irc_proxy.handling.locations import parse_location, shown
+from irc_proxy.stores.locations import LocationStore, Owner
+
+log = logging.getLogger(__name__)
+LivePaths = Callable[[Owner], Awaitable[Sequence[str] | None]]
+"""An object's current storage roots, or None when it no longer exists."""
+
+
+class LocationOverlap(BadRequest):
+    """A location inside, equal to or containing another live table's or view's location."""
+
+
+def location_key(location: str) -> str:
+    """How a root is recorded: normalised, with the scheme family (``s3a://b/x`` is ``s3://b/x``)."""
+    parsed = parse_location(location)
+    return f"{parsed.family}://{parsed.authority}{parsed.path}"
+
+
+class Occupancy:
+    """One catalog's storage roots. Without a store (no state database) nothing is checked."""
+
+    def __init__(self, catalog: str, store: LocationStore | None, allow_overlap: bool = False) -> None:
+        self.catalog = catalog
+        self._store = store
+        self._allow_overlap = allow_overlap
+        self.live: dict[str, LivePaths] = {}
+        """Per kind (``table``, ``view``): how to ask an object for its current roots (set by the catalog)."""
+
+    @staticmethod
+    def key(location: str) -> str:
+        return location_key(location)
+
+    async def _conflicts(self, keys: Sequence[str], exclude: Owner | None) -> list[str]:
+        """Keys of live roots of other objects that overlap ``keys``."""
+        assert self._store is not None
+        wanted = [parse_location(key) for key in keys]
+        found: list[str] = []
+        for holding in await self._store.holders(self.catalog, keys, exclude):
+            held = parse_location(holding.location)
+            if not any(held.overlaps(w) for w in wanted):
+                continue  # the database's LIKE may be case-insensitive
+            ask = self.live.get(holding.owner.kind)
+            current = await ask(holding.owner) if ask is not None else [holding.location]
+            if current is None:
+                await self._store.release(self.catalog, holding.owner)
+                continue
+            current_keys = [location_key(path) for path in current]
+            if holding.location not in current_keys:
+                await self._store.hold(self.catalog, holding.owner, current_keys)  # moved since: re-record
+            found += [k for k in current_keys if any(parse_location(k).overlaps(w) for w in wanted)]
+        return found
+
+    async def check_free(self, locations: Sequence[str], exclude: Owner | None = None, what: str = "Location") -> None:
+        """Raise LocationOverlap if a location overlaps a live object's storage (other than ``exclude``)."""
+        if self._store is None or self._allow_overlap or not locations:
+            return
+        keys = [location_key(location) for location in locations]
+        if await self._conflicts(keys, exclude):
+            raise LocationOverlap(
+                f"{what} {shown(locations[0]) if len(locations) == 1 else ', '.join(map(shown, locations))} "
+                f"overlaps the storage of another table or view in catalog {self.catalog}"
+            )
+
+    async def taken(self, location: str) -> bool:
+        """Whether a live object's storage overlaps ``location`` (for choosing a free default location)."""
+        if self._store is None:
+            return False
+        return bool(await self._conflicts([location_key(location)], None))
+
+    async def claim(
+        self, owner: Owner, locations: Sequence[str], previous: Sequence[str] = (), what: str = "Location"
+    ) -> None:
+        """Record ``locations`` as ``owner``'s roots, refusing overlap with any other live object.
+
+        Recorded first, checked second: two replicas claiming overlapping roots at once both see the other
+        and both refuse, never both succeed. On refusal ``previous`` is recorded again.
+        """
+        if self._store is None:
+            return
+        keys = [location_key(location) for location in locations]
+        await self._store.hold(self.catalog, owner, keys)
+        if self._allow_overlap:
+            return
+        try:
+            await self.check_free(locations, exclude=owner, what=what)
+        except BaseException:
+            await self._store.hold(self.catalog, owner, [location_key(p) for p in previous])
+            raise
+
+    async def release(self, owner: Owner) -> None:
+        if self._store is not None:
+            await self._store.release(self.catalog, owner)
+
+    async def forget(self, owner: Owner) -> None:
+        """Release after the object is already gone: never raises (a row left behind heals on the next check)."""
+        try:
+            await self.release(owner)
+        except CatalogError as exc:
+            log.warning("could not forget the storage of %s %s: %s", owner.kind, owner.name, exc)
+
+    async def move(self, source: Owner, target: Owner) -> None:
+        """After a rename landed: the storage goes with the name. Never raises (logged)."""
+        if self._store is None:
+            return
+        try:
+            await self._store.move(self.catalog, source, target)
+        except CatalogError as exc:
+            log.warning("could not move the storage record of %s %s: %s", source.kind, source.name, exc)

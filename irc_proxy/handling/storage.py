@@ -1,0 +1,121 @@
+"""Where one catalog's tables and views may keep files: confinement to the allowed locations, no overlap
+between live objects, and free default locations. Tables, views and namespaces ask this one place."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from urllib.parse import unquote
+
+from pyarrow.fs import FileType
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.table.metadata import TableMetadata
+
+from irc_proxy.backends.base import Backend
+from irc_proxy.handling.locations import PATH_PROPERTIES, StorageLocations, normalize, parse_location, table_paths
+from irc_proxy.handling.occupancy import Occupancy
+from irc_proxy.stores.locations import Owner
+
+FilesExist = Callable[[str], Awaitable[bool]]
+_KEPT = re.compile(r"[A-Za-z0-9_.=-]")
+
+
+def path_part(name: str) -> str:
+    """One namespace level or object name as a directory name: readable and injective.
+
+    Characters other than ``A-Z a-z 0-9 _ . = -`` become ``~`` and two hex digits per UTF-8 byte (``~`` too),
+    and ``.``/``..`` are spelt ``~2e``/``~2e~2e``: distinct names never share a default directory
+    (``a/b`` → ``a~2fb``, ``a\\b`` → ``a~5cb``).
+    """
+    if name in (".", ".."):
+        return name.replace(".", "~2e")
+    return "".join(ch if _KEPT.fullmatch(ch) else "".join(f"~{b:02x}" for b in ch.encode()) for ch in name)
+
+
+def table_owner(namespace: str, name: str) -> Owner:
+    return Owner("table", namespace, name)
+
+
+def view_owner(namespace: str, name: str) -> Owner:
+    return Owner("view", namespace, name)
+
+
+class CatalogStorage:
+    """One catalog's storage rules. Without ``locations`` (a REST-federated catalog's tables) nothing is confined."""
+
+    def __init__(
+        self, locations: StorageLocations | None, occupancy: Occupancy, files_exist: FilesExist | None = None
+    ) -> None:
+        self.locations = locations
+        self.occupancy = occupancy
+        self._files_exist = files_exist
+
+    def confine(self, location: str, what: str = "Location") -> str:
+        """``location`` (without a trailing ``/``) once its normal form is inside the allowed locations
+        (400/403 otherwise), before any I/O. The client's spelling is kept (``file:/x`` stays
+        ``file:/x``, as Iceberg Java expects); only equivalent spellings of a checked path get through."""
+        if self.locations is not None:
+            self.locations.check(location, what)
+        return location.rstrip("/")
+
+    def confine_paths(self, location: str, properties: Mapping[str, str]) -> list[str]:
+        """Check a table's or view's location and ``write.*.path`` properties; its storage roots."""
+        self.confine(location, "Location")
+        for key in PATH_PROPERTIES:
+            if value := properties.get(key):
+                self.confine(value, f"Property {key}:")
+        return table_paths(normalize(location), properties) if self.locations is not None else [location]
+
+    def confine_new_files(self, base: TableMetadata | None, new: TableMetadata) -> None:
+        """Statistics, partition statistics and manifest lists a commit adds must be inside the allowed locations."""
+        if self.locations is None:
+            return
+        for path, what in _new_files(base, new):
+            self.confine(path, what)
+
+    def allows(self, location: str) -> bool:
+        return self.locations is None or self.locations.allows(location)
+
+    async def free_default(self, location: str) -> str:
+        """``location`` when no live object holds it and no files are left there; else a unique sibling."""
+        if await self.occupancy.taken(location) or (
+            self._files_exist is not None and await self._files_exist(location)
+        ):
+            return f"{location}-{uuid.uuid4().hex[:8]}"
+        return location
+
+
+def _new_files(base: TableMetadata | None, new: TableMetadata) -> Iterable[tuple[str, str]]:
+    known_stats = {s.statistics_path for s in base.statistics} if base else set()
+    known_partition = {s.statistics_path for s in base.partition_statistics} if base else set()
+    known_lists = {s.manifest_list for s in base.snapshots} if base else set()
+    for stats in new.statistics:
+        if stats.statistics_path not in known_stats:
+            yield stats.statistics_path, "Statistics file"
+    for partition in new.partition_statistics:
+        if partition.statistics_path not in known_partition:
+            yield partition.statistics_path, "Partition statistics file"
+    for snapshot in new.snapshots:
+        if snapshot.manifest_list not in known_lists:
+            yield snapshot.manifest_list, "Manifest list"
+
+
+def files_exist(backend: Backend, location: str) -> bool:
+    """Whether anything is stored at ``location`` (a file, a directory, or objects under the prefix).
+
+    Blocking (call it in a worker thread). An error counts as "nothing there": this only picks names.
+    """
+    parsed = parse_location(location)
+    if parsed.scheme == "file":
+        return os.path.lexists(unquote(parsed.path))
+    try:
+        io = backend.file_io(location, {})
+        filesystem = getattr(io, "fs_by_scheme", None)
+        if filesystem is None:
+            return False
+        scheme, netloc, path = PyArrowFileIO.parse_location(location)
+        return bool(filesystem(scheme, netloc).get_file_info(path).type != FileType.NotFound)
+    except Exception:
+        return False

@@ -1,0 +1,87 @@
+"""Location normalisation, containment and default directory names (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from irc_proxy.errors import BadRequest, Forbidden
+from irc_proxy.handling.locations import StorageLocations, is_under, normalize, table_paths
+from irc_proxy.handling.storage import path_part
+
+
+@pytest.mark.parametrize(
+    ("given_location", "expected"),
+    [
+        ("file:///wh/t/", "file:///wh/t"),
+        ("file:/wh/t", "file:///wh/t"),
+        ("file://localhost/wh/t", "file:///wh/t"),
+        ("S3://bucket/wh", "s3://bucket/wh"),
+        ("s3a://bucket/wh/t", "s3a://bucket/wh/t"),
+        ("abfss://c@acct.dfs.core.windows.net/wh", "abfss://c@acct.dfs.core.windows.net/wh"),
+    ],
+)
+def test_normalize(given_location: str, expected: str) -> None:
+    assert normalize(given_location) == expected
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "  ",
+        "relative/x",
+        "/abs/without/scheme",
+        "file:///",
+        "file://host/x",
+        "s3://",
+        "s3:///key",
+        "s3://b/a/../c",
+        "s3://b/a//c",
+        "file:///wh/%2e%2e/etc",
+        "file:///wh/a%2F..%2F..%2Fetc",
+        "file:///wh/./t",
+        "file:///wh/t\x00",
+        "file:///wh\\t",
+        "s3://user:pw@bucket/x",
+        "s3://b/x?versionId=1",
+        "file:///" + "a" * 3000,
+    ],
+)
+def test_malformed_locations_are_400(bad: str) -> None:
+    with pytest.raises(BadRequest):
+        normalize(bad)
+
+
+def test_containment_is_segment_wise_and_scheme_family_aware() -> None:
+    assert is_under("s3://b/wh/t", "s3://b/wh")
+    assert is_under("s3a://b/wh/t", "s3://b/wh")
+    assert not is_under("s3://b/wh2/t", "s3://b/wh")
+    assert not is_under("s3://other/wh/t", "s3://b/wh")
+    assert not is_under("gs://b/wh/t", "s3://b/wh")
+    assert not is_under("s3://b/wh/../x", "s3://b/wh")
+
+
+def test_storage_locations_refuse_outside_and_unconfigured_schemes() -> None:
+    locations = StorageLocations("c", ["s3://lake/wh", "file:///data"])
+    assert locations.check("s3a://lake/wh/t/") == "s3a://lake/wh/t"
+    with pytest.raises(Forbidden, match="outside the allowed locations of catalog c"):
+        locations.check("s3://lake/other")
+    with pytest.raises(BadRequest, match="storage scheme 'gs' is not configured"):
+        locations.check("gs://lake/wh/t")
+    assert not locations.allows("file:///etc/passwd")
+
+
+def test_table_paths_adds_write_paths_outside_the_location() -> None:
+    paths = table_paths("s3://b/wh/t", {"write.data.path": "s3://b/data/t", "write.metadata.path": "s3://b/wh/t/m"})
+    assert paths == ["s3://b/wh/t", "s3://b/data/t"]
+
+
+@given(st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=12))
+def test_default_directory_names_are_injective_and_safe(a: str, b: str) -> None:
+    if a != b:
+        assert path_part(a) != path_part(b)
+    for encoded in (path_part(a), path_part(b)):
+        assert "/" not in encoded and "\\" not in encoded and "%" not in encoded
+        assert encoded not in (".", "..") and encoded.isprintable()
