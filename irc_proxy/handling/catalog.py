@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from irc_proxy.backends.base import Backend, Capability, engine_views
 from irc_proxy.backends.rest import RestUpstream
-from irc_proxy.errors import NoSuchWarehouse, Unsupported
+from irc_proxy.errors import CatalogError, NoSuchWarehouse, Unsupported
 from irc_proxy.handling.locations import StorageLocations
 from irc_proxy.handling.metadata import MetadataCache, MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
@@ -70,7 +70,13 @@ class Catalog:
         async def exists(location: str) -> bool:
             return await threads.run(files_exist, backend, location)
 
-        storage = CatalogStorage(locations, occupancy, exists)
+        async def namespace_at(levels: Sequence[str]) -> bool:
+            try:
+                return await backend.namespace_exists(codec.to_flat(levels))
+            except CatalogError:  # a name the backend cannot hold is no namespace
+                return False
+
+        storage = CatalogStorage(locations, occupancy, exists, backend.warehouse, namespace_at)
         namespaces = Namespaces(backend, codec, index, storage.confine)
         limits = read_limits or ReadLimits()
         files = MetadataFiles(

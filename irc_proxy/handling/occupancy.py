@@ -103,6 +103,11 @@ class Occupancy:
             await self._store.hold(self.catalog, owner, [location_key(p) for p in previous])
             raise
 
+    async def record(self, owner: Owner, locations: Sequence[str]) -> None:
+        """Record what ``owner`` holds now, refusing nothing (after a change landed, or to restore a record)."""
+        if self._store is not None:
+            await self._store.hold(self.catalog, owner, [location_key(location) for location in locations])
+
     async def release(self, owner: Owner) -> None:
         if self._store is not None:
             await self._store.release(self.catalog, owner)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
 from pyarrow.fs import FileType
@@ -14,11 +14,21 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy.backends.base import Backend
-from irc_proxy.handling.locations import PATH_PROPERTIES, StorageLocations, normalize, parse_location, table_paths
-from irc_proxy.handling.occupancy import Occupancy
+from irc_proxy.handling.locations import (
+    PATH_PROPERTIES,
+    Location,
+    StorageLocations,
+    normalize,
+    parse_location,
+    shown,
+    table_paths,
+)
+from irc_proxy.handling.occupancy import LocationOverlap, Occupancy
 from irc_proxy.stores.locations import Owner
 
 FilesExist = Callable[[str], Awaitable[bool]]
+NamespaceAt = Callable[[Sequence[str]], Awaitable[bool]]
+"""Whether a namespace with these levels exists."""
 _KEPT = re.compile(r"[A-Za-z0-9_.=-]")
 
 
@@ -34,6 +44,29 @@ def path_part(name: str) -> str:
     return "".join(ch if _KEPT.fullmatch(ch) else "".join(f"~{b:02x}" for b in ch.encode()) for ch in name)
 
 
+def path_name(part: str) -> str | None:
+    """The name ``path_part`` spells as ``part``, or None when ``part`` is no such spelling."""
+    raw = bytearray()
+    index = 0
+    while index < len(part):
+        if part[index] == "~":
+            try:
+                raw.append(int(part[index + 1 : index + 3], 16))
+            except ValueError:
+                return None
+            index += 3
+        elif _KEPT.fullmatch(part[index]):
+            raw += part[index].encode()
+            index += 1
+        else:
+            return None
+    try:
+        name = raw.decode()
+    except UnicodeDecodeError:
+        return None
+    return name if name and path_part(name) == part else None
+
+
 def table_owner(namespace: str, name: str) -> Owner:
     return Owner("table", namespace, name)
 
@@ -46,11 +79,54 @@ class CatalogStorage:
     """One catalog's storage rules. Without ``locations`` (a REST-federated catalog's tables) nothing is confined."""
 
     def __init__(
-        self, locations: StorageLocations | None, occupancy: Occupancy, files_exist: FilesExist | None = None
+        self,
+        locations: StorageLocations | None,
+        occupancy: Occupancy,
+        files_exist: FilesExist | None = None,
+        warehouse: str | None = None,
+        namespace_exists: NamespaceAt | None = None,
     ) -> None:
+        """``warehouse`` and ``namespace_exists`` let a location be recognised as a namespace's default directory."""
         self.locations = locations
         self.occupancy = occupancy
         self._files_exist = files_exist
+        self._warehouse = parse_location(warehouse) if warehouse and locations is not None else None
+        self._namespace_exists = namespace_exists
+
+    async def claim(self, owner: Owner, roots: Sequence[str], what: str = "Location") -> None:
+        """Take ``roots`` for ``owner``: refused over an allowed location itself, a namespace's directory,
+        or another live object's storage."""
+        await self._check_structure(roots, what)
+        await self.occupancy.claim(owner, roots, what=what)
+
+    async def check_free(self, roots: Sequence[str], exclude: Owner | None = None, what: str = "Location") -> None:
+        """As ``claim`` would check, without taking anything (stage-create, a commit before its swap)."""
+        await self._check_structure(roots, what)
+        await self.occupancy.check_free(roots, exclude, what)
+
+    async def _check_structure(self, roots: Sequence[str], what: str) -> None:
+        """One table may not take a whole allowed location, or a namespace's default directory: it would
+        hold every table created there later (a writer could block everybody else's CREATE TABLE)."""
+        if self.locations is None:
+            return
+        for root in roots:
+            parsed = parse_location(root)
+            if any(parsed.contains(allowed) for allowed in self.locations.allowed):
+                raise LocationOverlap(
+                    f"{what} {shown(root)} is or contains an allowed location of catalog {self.locations.catalog}; "
+                    "a table or view must lie beneath it"
+                )
+            if await self._is_namespace_directory(parsed):
+                raise LocationOverlap(f"{what} {shown(root)} is the default directory of a namespace")
+
+    async def _is_namespace_directory(self, location: Location) -> bool:
+        warehouse = self._warehouse
+        if warehouse is None or self._namespace_exists is None or not warehouse.contains(location):
+            return False
+        levels = [path_name(part) for part in location.path[len(warehouse.path) :].strip("/").split("/")]
+        if not levels or any(level is None for level in levels):
+            return False
+        return await self._namespace_exists([level for level in levels if level is not None])
 
     def confine(self, location: str, what: str = "Location") -> str:
         """``location`` (without a trailing ``/``) once its normal form is inside the allowed locations

@@ -190,11 +190,11 @@ class Tables:
         commits.check_writable(metadata)
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
         if request.stage_create:
-            await self.storage.occupancy.check_free(roots, what="Table location")
+            await self.storage.check_free(roots, what="Table location")
             await self.files.make_directory(f"{location}/metadata")
             return LoadedTable(None, metadata)
         owner = table_owner(flat, ident.name)
-        await self.storage.occupancy.claim(owner, roots, what="Table location")
+        await self.storage.claim(owner, roots, what="Table location")
         metadata_location = new_metadata_location(metadata, 0)
         try:
             await self.files.write(metadata, metadata_location)
@@ -215,7 +215,7 @@ class Tables:
         if paths is None:
             await self.storage.occupancy.release(owner)
         elif paths:
-            await self.storage.occupancy.claim(owner, paths)
+            await self.storage.occupancy.record(owner, paths)
 
     async def register(self, namespace: Namespace, name: str, metadata_location: str, overwrite: bool) -> LoadedTable:
         ident = TableIdent(namespace, validate_name(name))
@@ -234,7 +234,7 @@ class Tables:
         await self.storage.occupancy.check_free([metadata_location], exclude, "Metadata file")
         metadata = await self.files.read(metadata_location)
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
-        await self.storage.occupancy.claim(owner, roots, what="Table location")
+        await self.storage.claim(owner, roots, what="Table location")
         try:
             swapped = await self._backend.swap_table_pointers(
                 [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
@@ -288,7 +288,7 @@ class Tables:
         if base is not None and (new.location, _paths(new)) == (base.location, _paths(base)):
             return
         roots = self.storage.confine_paths(new.location, new.properties)
-        await self.storage.occupancy.check_free(roots, table_owner(flat, ident.name), "Table location")
+        await self.storage.check_free(roots, table_owner(flat, ident.name), "Table location")
 
     async def commit(self, change: TableChange) -> LoadedTable:
         """Commit one table's change, re-basing on the latest metadata while requirements hold."""
@@ -335,7 +335,7 @@ class Tables:
         """After a swap landed: record moved storage roots, delete replaced metadata files if asked to."""
         if base is None or (new.location, _paths(new)) != (base.location, _paths(base)):
             roots = self.storage.confine_paths(new.location, new.properties)
-            await self.storage.occupancy.claim(table_owner(swap.namespace, swap.name), roots)
+            await self.storage.occupancy.record(table_owner(swap.namespace, swap.name), roots)
         if base is not None:
             await self.files.delete_replaced(base, new)
 

@@ -218,7 +218,7 @@ class Views:
         metadata = vc.apply_view_updates(None, updates)
         owner = view_owner(flat, ident.name)
         roots = storage.confine_paths(metadata.location, metadata.properties)
-        await storage.occupancy.claim(owner, roots, what="View location")
+        await storage.claim(owner, roots, what="View location")
         try:
             metadata_location = await self._write(metadata, None)
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
@@ -243,7 +243,7 @@ class Views:
         if paths is None:
             await self._tables.storage.occupancy.release(owner)
         else:
-            await self._tables.storage.occupancy.claim(owner, paths)
+            await self._tables.storage.occupancy.record(owner, paths)
 
     async def replace(
         self,
@@ -265,11 +265,11 @@ class Views:
                 if moved:  # a view's files may not leave the allowed locations nor enter another object's
                     roots = self._tables.storage.confine_paths(metadata.location, metadata.properties)
                     owner = view_owner(flat, ident.name)
-                    await self._tables.storage.occupancy.check_free(roots, owner, "View location")
+                    await self._tables.storage.check_free(roots, owner, "View location")
                 location = await self._write(metadata, stored.metadata_location)
                 if await self._store.replace(self._catalog, flat, ident.name, stored, metadata, location, principal):
                     if moved:
-                        await self._tables.storage.occupancy.claim(owner, roots)
+                        await self._tables.storage.occupancy.record(owner, roots)
                     return LoadedView(location, metadata)
                 await backoff(attempt)
         raise CommitFailed(f"Commit failed: view {ident} is being changed concurrently; retry later")
@@ -314,9 +314,7 @@ class Views:
         await storage.occupancy.check_free([metadata_location], None, "Metadata file")
         metadata = await self._read(metadata_location)
         owner = view_owner(flat, ident.name)
-        await storage.occupancy.claim(
-            owner, storage.confine_paths(metadata.location, metadata.properties), what="View location"
-        )
+        await storage.claim(owner, storage.confine_paths(metadata.location, metadata.properties), what="View location")
         try:
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
         except AlreadyExists:

@@ -44,8 +44,9 @@ def register(client: httpx.Client, ns: str, name: str, metadata_location: str, k
 
 @pytest.mark.parametrize("where", ["same", "inside", "containing"])
 def test_create_overlapping_a_live_table_is_400(client: httpx.Client, ns: str, where: str) -> None:
-    location = create_table(client, (ns,), "t")["metadata"]["location"]
-    wanted = {"same": location, "inside": f"{location}/data/x", "containing": location.rsplit("/", 1)[0]}[where]
+    first = create_table(client, (ns,), "first")["metadata"]["location"]
+    location = create(client, ns, "t", f"{first}-group/t").json()["metadata"]["location"]
+    wanted = {"same": location, "inside": f"{location}/data/x", "containing": f"{first}-group"}[where]
     response = create(client, ns, "u", wanted)
     assert_error(response, 400, "BadRequestException", "overlaps the storage of another table or view")
     assert client.head(table_url((ns,), "u")).status_code == 404
@@ -155,3 +156,21 @@ def test_tables_from_before_the_index_are_recorded_at_start(tmp_path: Path) -> N
             assert_error(create(http, "old", "u", f"{location}/inner"), 400, "BadRequestException", "overlaps")
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("where", ["warehouse", "other_namespace"])
+def test_a_table_cannot_take_the_warehouse_or_a_namespace_directory(
+    target: Target, client: httpx.Client, ns: str, where: str
+) -> None:
+    """Otherwise one writer could hold every table created there later and block everybody's CREATE TABLE."""
+    other = f"{ns}_other"
+    create_namespace(client, other)
+    wanted = {"warehouse": target.warehouse.as_uri(), "other_namespace": f"{target.warehouse.as_uri()}/{other}"}[where]
+    assert_error(create(client, ns, "grab", wanted), 400, "BadRequestException")
+    body = {"name": "grab_view", "schema": SCHEMA, "view-version": VIEW_VERSION, "location": wanted}
+    assert_error(client.post(f"/v1/local/namespaces/{ns}/views", json=body), 400, "BadRequestException")
+    create_table(client, (ns,), "t")
+    update = {"action": "set-location", "location": wanted}
+    response = client.post(table_url((ns,), "t"), json={"requirements": [], "updates": [update]})
+    assert_error(response, 400, "BadRequestException")
+    assert create_table(client, (other,), "still_possible")["metadata"]["location"].startswith(wanted)

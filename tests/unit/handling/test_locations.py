@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from irc_proxy.errors import BadRequest, Forbidden
 from irc_proxy.handling.locations import StorageLocations, is_under, normalize, table_paths
-from irc_proxy.handling.storage import path_part
+from irc_proxy.handling.storage import path_name, path_part
 
 
 @pytest.mark.parametrize(
@@ -82,6 +82,13 @@ def test_table_paths_adds_write_paths_outside_the_location() -> None:
 def test_default_directory_names_are_injective_and_safe(a: str, b: str) -> None:
     if a != b:
         assert path_part(a) != path_part(b)
+    assert path_name(path_part(a)) == a
     for encoded in (path_part(a), path_part(b)):
         assert "/" not in encoded and "\\" not in encoded and "%" not in encoded
         assert encoded not in (".", "..") and encoded.isprintable()
+
+
+def test_path_name_rejects_spellings_path_part_never_writes() -> None:
+    assert path_name("a~2fb") == "a/b"
+    assert path_name("a~2Fb") is None  # upper-case hex is not the canonical spelling
+    assert path_name("a b") is None and path_name("~zz") is None and path_name("~ff") is None
