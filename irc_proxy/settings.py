@@ -87,6 +87,8 @@ class ServerSettings(_Strict):
     """Most updates in one commit request (all tables of a transaction together); more is 413."""
     max_commit_requirements: Annotated[int, Field(ge=1, le=1_000_000)] = 1_000
     """Most requirements in one commit request (all tables of a transaction together); more is 413."""
+    max_commit_metadata_adds: Annotated[int, Field(ge=1, le=1_000_000)] = 1_000
+    """Most updates that add schemas, specs, sort orders, snapshots, refs or statistics in one commit; more is 413."""
     max_json_depth: Annotated[int, Field(ge=8, le=1000)] = 100
     """Deepest nesting of arrays and objects in a request body; deeper is 400."""
     idempotency_key_lifetime: timedelta = timedelta(minutes=30)

@@ -1,8 +1,8 @@
 """The audit hand-off: one record per request that reached a catalog operation.
 
-The operation's endpoint (``routes._dispatch``, ``meta.get_config``) names itself in
-``scope["state"]`` (``audit_operation``, ``audit_params``); requests that never get there
-(``/healthz``, the token endpoint, 401s, unknown paths) leave no record.
+The operation's endpoint (``routes._dispatch``, ``meta.get_config``, the token endpoint as
+``oauth.token``) names itself in ``scope["state"]`` (``audit_operation``, ``audit_params``); requests
+that never get there (``/healthz``, 401s, unknown paths) leave no record.
 """
 
 from __future__ import annotations

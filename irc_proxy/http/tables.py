@@ -117,7 +117,7 @@ def _parse_commit(ident: TableIdent, limits: CommitLimits, data: Any) -> TableCh
     body = parsing.validate_model(CommitTableRequest, data)
     if body.identifier is not None and body_ident(body.identifier) != ident:
         raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
-    limits.check(len(body.updates), len(body.requirements))
+    limits.check(body.updates, len(body.requirements))
     return _change(ident, body)
 
 
@@ -125,7 +125,7 @@ def _parse_transaction(limits: CommitLimits, data: Any) -> list[TableChange]:
     """The body of commitTransaction; the limits apply to all its table changes together."""
     body = parsing.validate_model(CommitTransactionRequest, data)
     changes = body.table_changes
-    limits.check(sum(len(c.updates) for c in changes), sum(len(c.requirements) for c in changes))
+    limits.check([update for c in changes for update in c.updates], sum(len(c.requirements) for c in changes))
     parsed = []
     for change in changes:
         if change.identifier is None:

@@ -61,7 +61,7 @@ def _parse_view_commit(ident: TableIdent, limits: CommitLimits, data: Any) -> Vi
     body = parsing.validate_model(CommitViewRequest, data)
     if body.identifier is not None and body_ident(body.identifier) != ident:
         raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
-    limits.check(len(body.updates), len(body.requirements))
+    limits.check(body.updates, len(body.requirements))
     return view_commits.parse_view_requirements(body.requirements), view_commits.parse_view_updates(body.updates)
 
 

@@ -64,6 +64,17 @@ def test_more_updates_than_the_limit_is_a_413(client: httpx.Client, table: str) 
     assert_error(response, 413, "RequestEntityTooLargeException", f"the limit is {MAX_UPDATES}")
 
 
+def test_more_list_growing_updates_than_the_limit_is_a_413(client: httpx.Client, table: str) -> None:
+    """pyiceberg applies these in time quadratic in their number: they have a lower limit of their own."""
+    order = {
+        "order-id": 1,
+        "fields": [{"source-id": 1, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}],
+    }
+    updates = [{"action": "add-sort-order", "sort-order": order | {"order-id": i + 1}} for i in range(1001)]
+    response = _commit(client, table, updates)
+    assert_error(response, 413, "RequestEntityTooLargeException", "the limit is 1000")
+
+
 def test_more_requirements_than_the_limit_is_a_413(client: httpx.Client, table: str) -> None:
     requirements = [{"type": "assert-current-schema-id", "current-schema-id": 0}] * (MAX_REQUIREMENTS + 1)
     response = _commit(client, table, [], requirements)
