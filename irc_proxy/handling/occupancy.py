@@ -19,7 +19,8 @@ from irc_proxy.stores.locations import LocationStore, Owner
 
 log = logging.getLogger(__name__)
 LivePaths = Callable[[Owner], Awaitable[Sequence[str] | None]]
-"""An object's current storage roots, or None when it no longer exists."""
+"""An object's current storage roots; None when it no longer exists, [] when it exists but its roots
+cannot be read (its metadata file is gone or damaged)."""
 
 
 class LocationOverlap(BadRequest):
@@ -59,6 +60,9 @@ class Occupancy:
             current = await ask(holding.owner) if ask is not None else [holding.location]
             if current is None:
                 await self._store.release(self.catalog, holding.owner)
+                continue
+            if not current:  # live, but its roots cannot be read now: trust the record
+                found.append(holding.location)
                 continue
             current_keys = [location_key(path) for path in current]
             if holding.location not in current_keys:

@@ -14,6 +14,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy.backends.base import Backend
+from irc_proxy.errors import BadRequest
 from irc_proxy.handling.locations import (
     PATH_PROPERTIES,
     Location,
@@ -143,6 +144,18 @@ class CatalogStorage:
             if value := properties.get(key):
                 self.confine(value, f"Property {key}:")
         return table_paths(normalize(location), properties) if self.locations is not None else [location]
+
+    @staticmethod
+    def held_roots(location: str, properties: Mapping[str, str]) -> list[str]:
+        """A live object's storage roots as recorded, without refusing anything (it may predate a narrower
+        ``allowed_locations``); roots that are no valid location are left out."""
+        roots = []
+        for root in table_paths(location, properties):
+            try:
+                roots.append(normalize(root))
+            except BadRequest:
+                continue
+        return roots
 
     def confine_new_files(self, base: TableMetadata | None, new: TableMetadata) -> None:
         """Statistics, partition statistics and manifest lists a commit adds must be inside the allowed locations."""

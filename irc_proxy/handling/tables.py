@@ -164,11 +164,9 @@ class Tables:
             loaded = await self.load(TableIdent(self._codec.from_flat(owner.namespace), owner.name))
         except NoSuchTable:
             return None
-        except NotFound:  # the pointer exists but its metadata file is gone: the name is still taken
+        except (NotFound, BadRequest):  # the name is taken but its metadata is gone or damaged: roots unknown
             return []
-        except BadRequest:
-            return None
-        return self.storage.confine_paths(loaded.metadata.location, loaded.metadata.properties)
+        return self.storage.held_roots(loaded.metadata.location, loaded.metadata.properties)
 
     async def create(self, namespace: Namespace, request: TableCreate) -> LoadedTable:
         ident = TableIdent(namespace, validate_name(request.name))

@@ -235,7 +235,7 @@ class Views:
         stored = await self._store.load(self._catalog, owner.namespace, owner.name)
         if stored is None:
             return None
-        return self._tables.storage.confine_paths(stored.metadata.location, stored.metadata.properties)
+        return self._tables.storage.held_roots(stored.metadata.location, stored.metadata.properties)
 
     async def _record(self, owner: Owner) -> None:
         """Record what the live view ``owner`` holds now (after a claim that did not become a view)."""
