@@ -68,6 +68,8 @@ class Catalog:
         occupancy = Occupancy(name, location_store, allow_overlap)
 
         async def exists(location: str) -> bool:
+            if location.startswith("file:"):  # one stat: cheaper than a thread hop
+                return files_exist(backend, location)
             return await threads.run(files_exist, backend, location)
 
         async def namespace_at(levels: Sequence[str]) -> bool:

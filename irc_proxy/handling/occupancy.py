@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from irc_proxy.errors import BadRequest, CatalogError
 from irc_proxy.handling.locations import parse_location, shown
-from irc_proxy.stores.locations import LocationStore, Owner
+from irc_proxy.stores.locations import Holding, LocationStore, Owner
 
 log = logging.getLogger(__name__)
 LivePaths = Callable[[Owner], Awaitable[Sequence[str] | None]]
@@ -50,9 +50,14 @@ class Occupancy:
     async def _conflicts(self, keys: Sequence[str], exclude: Owner | None) -> list[str]:
         """Keys of live roots of other objects that overlap ``keys``."""
         assert self._store is not None
+        return await self._live(await self._store.holders(self.catalog, keys, exclude), keys)
+
+    async def _live(self, holdings: Sequence[Holding], keys: Sequence[str]) -> list[str]:
+        """Of ``holdings``, the roots their objects still hold that overlap ``keys`` (stale rows are healed)."""
+        assert self._store is not None
         wanted = [parse_location(key) for key in keys]
         found: list[str] = []
-        for holding in await self._store.holders(self.catalog, keys, exclude):
+        for holding in holdings:
             held = parse_location(holding.location)
             if not any(held.overlaps(w) for w in wanted):
                 continue  # the database's LIKE may be case-insensitive
@@ -76,10 +81,13 @@ class Occupancy:
             return
         keys = [location_key(location) for location in locations]
         if await self._conflicts(keys, exclude):
-            raise LocationOverlap(
-                f"{what} {shown(locations[0]) if len(locations) == 1 else ', '.join(map(shown, locations))} "
-                f"overlaps the storage of another table or view in catalog {self.catalog}"
-            )
+            raise self._overlap(locations, what)
+
+    def _overlap(self, locations: Sequence[str], what: str) -> LocationOverlap:
+        shown_locations = ", ".join(shown(location) for location in locations)
+        return LocationOverlap(
+            f"{what} {shown_locations} overlaps the storage of another table or view in catalog {self.catalog}"
+        )
 
     async def taken(self, location: str) -> bool:
         """Whether a live object's storage overlaps ``location`` (for choosing a free default location)."""
@@ -98,11 +106,12 @@ class Occupancy:
         if self._store is None:
             return
         keys = [location_key(location) for location in locations]
-        await self._store.hold(self.catalog, owner, keys)
+        await self._store.hold(self.catalog, owner, keys)  # committed before the check (see above)
         if self._allow_overlap:
             return
         try:
-            await self.check_free(locations, exclude=owner, what=what)
+            if await self._conflicts(keys, owner):
+                raise self._overlap(locations, what)
         except BaseException:
             await self._store.hold(self.catalog, owner, [location_key(p) for p in previous])
             raise

@@ -87,24 +87,24 @@ class LocationStore(TransactionalStore):
             col(StorageLocationRow.name) == owner.name,
         ]
 
+    @staticmethod
+    def _find(session: Session, catalog: str, locations: Sequence[str], exclude: Owner | None) -> list[Holding]:
+        above = {a for location in locations for a in ancestors(location)}
+        below = [col(StorageLocationRow.location).like(_like_prefix(loc), escape="\\") for loc in locations]
+        stmt = select(StorageLocationRow).where(
+            col(StorageLocationRow.catalog) == catalog,
+            or_(col(StorageLocationRow.location).in_(above), *below),
+        )
+        found = []
+        for row in session.execute(stmt.limit(1000)).scalars():
+            owner = Owner(row.kind, row.namespace, row.name)
+            if owner != exclude:
+                found.append(Holding(owner, row.location))
+        return found
+
     async def holders(self, catalog: str, locations: Sequence[str], exclude: Owner | None = None) -> list[Holding]:
         """Rows whose location contains, equals or lies beneath one of ``locations`` (other owners only)."""
-
-        def find(session: Session) -> list[Holding]:
-            above = {a for location in locations for a in ancestors(location)}
-            below = [col(StorageLocationRow.location).like(_like_prefix(loc), escape="\\") for loc in locations]
-            stmt = select(StorageLocationRow).where(
-                col(StorageLocationRow.catalog) == catalog,
-                or_(col(StorageLocationRow.location).in_(above), *below),
-            )
-            found = []
-            for row in session.execute(stmt.limit(1000)).scalars():
-                owner = Owner(row.kind, row.namespace, row.name)
-                if owner != exclude:
-                    found.append(Holding(owner, row.location))
-            return found
-
-        return await self._run(find)
+        return await self._run(lambda session: self._find(session, catalog, locations, exclude))
 
     async def hold(self, catalog: str, owner: Owner, locations: Sequence[str]) -> None:
         """Make ``locations`` the owner's storage roots (replacing what it held)."""
