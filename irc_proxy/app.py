@@ -97,15 +97,13 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
     return Catalogs(catalogs, settings.default_catalog)
 
 
-def start_backfills(catalogs: Catalogs, locations: LocationStore, views: ViewStore) -> list[asyncio.Task[int]]:
+def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:
     """Record the storage of tables and views that predate the occupancy index, in the background."""
-    tasks = []
-    for catalog in catalogs.all():
-        if catalog.remote is None:  # a REST catalog's tables live upstream
-            occupancy = catalog.tables.storage.occupancy
-            backfill = Backfill(catalog.name, catalog.backend, occupancy, locations, views)
-            tasks.append(asyncio.create_task(_quietly(catalog.name, backfill.run())))
-    return tasks
+    return [
+        asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run()))
+        for catalog in catalogs.all()
+        if catalog.remote is None  # a REST catalog's tables live upstream
+    ]
 
 
 async def _quietly(name: str, work: Awaitable[int]) -> int:
@@ -187,7 +185,7 @@ def create_app(settings: Settings) -> Starlette:
         threads = ThreadRunner(settings.server.blocking_threads)
         state = open_state(settings)
         catalogs = build_catalogs(settings, threads, state)
-        backfills = start_backfills(catalogs, LocationStore(state, threads), ViewStore(state, threads))
+        backfills = start_backfills(catalogs)
         authz_store = AuthzStore(state, threads)
         authenticator, token_service = build_authenticator(settings.auth, state, authz_store, threads)
         authorizer = Authorizer(

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Secret,
@@ -123,6 +124,10 @@ def _comma_list(value: object) -> object:
     return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
 
+CommaList = Annotated[list[str], BeforeValidator(_comma_list)]
+"""A list that the environment may give as one comma-separated string."""
+
+
 class VendingSettings(_Strict):
     """Storage access delegation for a catalog's tables: STS-vended credentials and remote signing.
 
@@ -136,7 +141,7 @@ class VendingSettings(_Strict):
     duration_seconds: Annotated[int, Field(ge=900, le=43_200)] = 3600
     refresh_margin_seconds: Annotated[int, Field(ge=0, le=43_199)] = 600
     """Cached credentials are handed out only while they have at least this long left."""
-    allowed_locations: list[str] = Field(default_factory=list)
+    allowed_locations: CommaList = Field(default_factory=list)
     """Storage prefixes tables may live under (empty: the catalog's warehouse)."""
     sts_region: str = ""
     sts_endpoint_url: str = ""
@@ -147,11 +152,6 @@ class VendingSettings(_Strict):
     s3_endpoint_url: str = ""
     s3_path_style_access: bool = False
     cache_entries: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
-
-    @field_validator("allowed_locations", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        return _comma_list(value)
 
     @model_validator(mode="after")
     def _margin_below_duration(self) -> VendingSettings:
@@ -170,16 +170,11 @@ class LocalCatalogSettings(_Strict):
     warehouse: str = ""
     database_url: SecretUrl = SecretUrl("")
     description: str = ""
-    allowed_locations: list[str] = Field(default_factory=list)
+    allowed_locations: CommaList = Field(default_factory=list)
     """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
     allow_overlapping_locations: bool = False
     """Let a table or view location lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
-
-    @field_validator("allowed_locations", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        return _comma_list(value)
 
 
 class AwsCredentialSettings(_Strict):
@@ -216,17 +211,12 @@ class GlueCatalogSettings(AwsCredentialSettings):
     retry_mode: Literal["standard", "adaptive", "legacy"] = "standard"
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
-    table_type_filter: list[str] = Field(default_factory=lambda: ["ICEBERG"])
-    allowed_locations: list[str] = Field(default_factory=list)
+    table_type_filter: CommaList = Field(default_factory=lambda: ["ICEBERG"])
+    allowed_locations: CommaList = Field(default_factory=list)
     """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
     allow_overlapping_locations: bool = False
     """Let a table or view location lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
-
-    @field_validator("table_type_filter", "allowed_locations", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: object) -> object:
-        return _comma_list(value)
 
     @model_validator(mode="after")
     def _required(self) -> GlueCatalogSettings:

@@ -11,11 +11,10 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from irc_proxy.backends.base import Backend, Listing
+from irc_proxy.backends.base import Listing
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling.occupancy import Occupancy
-from irc_proxy.stores.locations import LocationStore, Owner
-from irc_proxy.stores.views import ViewStore
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.stores.locations import Owner
 
 log = logging.getLogger(__name__)
 BATCH = 500
@@ -36,49 +35,35 @@ async def _pages(fetch: Callable[[str | None, int], Awaitable[Listing]]) -> Asyn
 class Backfill:
     """Walks one catalog's namespaces, tables and views and records each object's storage roots."""
 
-    def __init__(
-        self, catalog: str, backend: Backend, occupancy: Occupancy, store: LocationStore, views: ViewStore | None
-    ) -> None:
+    def __init__(self, catalog: Catalog) -> None:
         self._catalog = catalog
-        self._backend = backend
-        self._occupancy = occupancy
-        self._store = store
-        self._views = views
+        self._occupancy = catalog.tables.storage.occupancy
 
     async def run(self) -> int:
         """Record every object once; returns how many were recorded (0 when the catalog was indexed already)."""
-        if await self._store.indexed(self._catalog):
+        if await self._occupancy.indexed():
             return 0
+        backend, views = self._catalog.backend, self._catalog.views
         owners: list[Owner] = []
-        async for namespace in _pages(lambda token, limit: self._backend.list_namespaces("", token, limit)):
+        async for namespace in _pages(lambda token, limit: backend.list_namespaces("", token, limit)):
             try:
                 async for name in _pages(self._tables_of(namespace)):
                     owners.append(Owner("table", namespace, name))
-                if self._views is not None:
-                    owners += [Owner("view", namespace, name) for name in await self._view_names(namespace)]
+                if views is not None:
+                    owners += [Owner("view", namespace, name) for name in await views.stored_names(namespace, BATCH)]
             except CatalogError as exc:  # dropped meanwhile, or unreadable: the others still count
-                log.warning("storage index backfill of %s: namespace skipped (%s)", self._catalog, exc)
+                log.warning("storage index backfill of %s: namespace skipped (%s)", self._catalog.name, exc)
         limit = asyncio.Semaphore(CONCURRENCY)
         recorded = sum(await asyncio.gather(*(self._record(owner, limit) for owner in owners)))
-        await self._store.mark_indexed(self._catalog)
-        log.info("storage index of catalog %s: %d existing tables and views recorded", self._catalog, recorded)
+        await self._occupancy.mark_indexed()
+        log.info("storage index of catalog %s: %d existing tables and views recorded", self._catalog.name, recorded)
         return recorded
 
     def _tables_of(self, namespace: str) -> Callable[[str | None, int], Awaitable[Listing]]:
         def fetch(token: str | None, limit: int) -> Awaitable[Listing]:
-            return self._backend.list_tables(namespace, token, limit)
+            return self._catalog.backend.list_tables(namespace, token, limit)
 
         return fetch
-
-    async def _view_names(self, namespace: str) -> list[str]:
-        assert self._views is not None
-        names: list[str] = []
-        token: str | None = None
-        while True:
-            batch, token = await self._views.list_names(self._catalog, namespace, token, BATCH)
-            names += batch
-            if not token:
-                return names
 
     async def _record(self, owner: Owner, limit: asyncio.Semaphore) -> int:
         async with limit:
@@ -86,10 +71,10 @@ class Backfill:
             try:
                 paths = await ask(owner) if ask is not None else None
                 if paths:
-                    await self._store.hold(self._catalog, owner, [self._occupancy.key(p) for p in paths])
+                    await self._occupancy.record(owner, paths)
                     return 1
             except CatalogError as exc:
                 log.warning(
-                    "storage index backfill of %s: %s %s skipped (%s)", self._catalog, owner.kind, owner.name, exc
+                    "storage index backfill of %s: %s %s skipped (%s)", self._catalog.name, owner.kind, owner.name, exc
                 )
             return 0

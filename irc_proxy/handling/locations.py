@@ -10,7 +10,7 @@ one of ``allowed_locations`` (segment-wise: ``s3://b/wh`` does not contain ``s3:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -127,6 +127,12 @@ def is_under(location: str, base: str) -> bool:
         return False
 
 
+def placement(location: str, properties: Mapping[str, str]) -> tuple[str | None, ...]:
+    """What decides where a table's (or view's) files go: its location and its path properties (a change
+    of it moves storage roots and must be checked again)."""
+    return (location, *(properties.get(key) for key in PATH_PROPERTIES))
+
+
 def table_paths(location: str, properties: Mapping[str, str]) -> list[str]:
     """A table's (or view's) storage roots: its location and any path property outside it."""
     paths = [location.rstrip("/")]
@@ -159,9 +165,6 @@ class StorageLocations:
                 + ", ".join(str(loc) for loc in self.allowed)
             )
         return str(parsed)
-
-    def check_all(self, locations: Iterable[str], what: str = "Location") -> list[str]:
-        return [self.check(location, what) for location in locations]
 
     def allows(self, location: str) -> bool:
         """Whether ``location`` passes ``check`` (for deciding, not refusing: purge skips what it may not touch)."""

@@ -20,7 +20,7 @@ from pyiceberg.table.metadata import (
 from irc_proxy import metrics
 from irc_proxy.backends.base import Backend
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling.locations import StorageLocations
+from irc_proxy.handling.locations import METADATA_PATH, StorageLocations
 from irc_proxy.handling.purge import Purge, read_failure, redact
 from irc_proxy.handling.storage_reads import (
     DEFAULT_MAX_BYTES,
@@ -35,7 +35,6 @@ from irc_proxy.threads import ThreadRunner
 
 log = logging.getLogger("irc_proxy.metadata")
 
-METADATA_PATH = "write.metadata.path"
 METADATA_CODEC = "write.metadata.compression-codec"
 DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 GC_ENABLED = "gc.enabled"

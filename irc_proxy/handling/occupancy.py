@@ -43,10 +43,6 @@ class Occupancy:
         self.live: dict[str, LivePaths] = {}
         """Per kind (``table``, ``view``): how to ask an object for its current roots (set by the catalog)."""
 
-    @staticmethod
-    def key(location: str) -> str:
-        return location_key(location)
-
     async def _conflicts(self, keys: Sequence[str], exclude: Owner | None) -> list[str]:
         """Keys of live roots of other objects that overlap ``keys``."""
         assert self._store is not None
@@ -120,6 +116,23 @@ class Occupancy:
         """Record what ``owner`` holds now, refusing nothing (after a change landed, or to restore a record)."""
         if self._store is not None:
             await self._store.hold(self.catalog, owner, [location_key(location) for location in locations])
+
+    async def refresh(self, owner: Owner) -> None:
+        """Record what ``owner`` holds now, asking the object itself (after a claim that did not become it)."""
+        ask = self.live.get(owner.kind)
+        current = await ask(owner) if ask is not None else None
+        if current is None:
+            await self.release(owner)
+        elif current:  # [] = live but unreadable: keep what is recorded
+            await self.record(owner, current)
+
+    async def indexed(self) -> bool:
+        """Whether the objects that predate the index were recorded (``backfill``); True without a store."""
+        return self._store is None or await self._store.indexed(self.catalog)
+
+    async def mark_indexed(self) -> None:
+        if self._store is not None:
+            await self._store.mark_indexed(self.catalog)
 
     async def release(self, owner: Owner) -> None:
         if self._store is not None:

@@ -35,6 +35,7 @@ from irc_proxy.handling.storage_reads import (
     NotARegularFile,
     ReadTimedOut,
     local_path,
+    within,
 )
 
 log = logging.getLogger("irc_proxy.purge")
@@ -96,10 +97,7 @@ class Purge:
             return True
         directory = os.path.dirname(local)
         if directory not in self._real_dirs:
-            real = os.path.realpath(directory)
-            self._real_dirs[directory] = any(
-                real == r or real.startswith(r.rstrip("/") + "/") for r in self._real_roots
-            )
+            self._real_dirs[directory] = within(os.path.realpath(directory), self._real_roots)
         return self._real_dirs[directory]
 
     def _skip(self, kind: str, path: str) -> None:

@@ -164,9 +164,6 @@ class CatalogStorage:
         for path, what in _new_files(base, new):
             self.confine(path, what)
 
-    def allows(self, location: str) -> bool:
-        return self.locations is None or self.locations.allows(location)
-
     async def free_default(self, location: str) -> str:
         """``location`` when no live object holds it and no files are left there; else a unique sibling."""
         if await self.occupancy.taken(location) or (

@@ -133,7 +133,7 @@ class BoundedReader:
     def _read_local(self, path: str, location: str, what: str) -> bytes:
         try:
             self._check_regular(os.stat(path), location, what)
-            if self._real_roots is not None and not _within(os.path.realpath(path), self._real_roots):
+            if self._real_roots is not None and not within(os.path.realpath(path), self._real_roots):
                 raise Forbidden(
                     f"{what} {shown(location)} resolves (through a symbolic link) outside the allowed locations"
                 )
@@ -250,7 +250,8 @@ def gunzip(raw: bytes, limit: int, location: str, what: str) -> bytes:
     return bytes(out)
 
 
-def _within(path: str, roots: Iterable[str]) -> bool:
+def within(path: str, roots: Iterable[str]) -> bool:
+    """Whether the file-system ``path`` is one of ``roots`` or lies beneath one (plain string paths)."""
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 

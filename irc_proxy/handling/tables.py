@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
-from pyiceberg.exceptions import ValidationError as InvalidMetadata
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
@@ -24,7 +22,8 @@ from irc_proxy.errors import (
     Unsupported,
 )
 from irc_proxy.handling import commits
-from irc_proxy.handling.locations import PATH_PROPERTIES
+from irc_proxy.handling.input_errors import INPUT_ERRORS, explain
+from irc_proxy.handling.locations import placement
 from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
 from irc_proxy.handling.namespaces import Namespaces, no_such_namespace
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
@@ -152,10 +151,12 @@ class Tables:
         location = self.storage.confine(location, "Default location")
         return await self.storage.free_default(location)
 
-    async def resolve_location(self, namespace: Namespace, name: str, requested: str | None) -> str:
-        """The location a new table gets: the requested one, confined, or a free default."""
+    async def resolve_location(
+        self, namespace: Namespace, name: str, requested: str | None, what: str = "Table location"
+    ) -> str:
+        """The location a new table (or view) gets: the requested one, confined, or a free default."""
         if requested:
-            return self.storage.confine(requested, "Table location")
+            return self.storage.confine(requested, what)
         return await self.default_location(namespace, name)
 
     async def live_paths(self, owner: Owner) -> Sequence[str] | None:
@@ -183,8 +184,8 @@ class Tables:
             )
         except NotImplementedError as exc:
             raise Unsupported(f"Cannot create table {ident}: {exc}") from exc
-        except (ValueError, KeyError, TypeError, ValidationError, InvalidMetadata) as exc:
-            raise BadRequest(f"Cannot create table {ident}: {_short(exc)}") from exc
+        except INPUT_ERRORS as exc:
+            raise BadRequest(f"Cannot create table {ident}: {explain(exc)}") from exc
         commits.check_writable(metadata)
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
         if request.stage_create:
@@ -200,20 +201,12 @@ class Tables:
                 [PointerSwap(flat, ident.name, None, metadata_location, metadata)]
             )
         except BaseException:
-            await self._record(owner)
+            await self.storage.occupancy.refresh(owner)
             raise
         if not created:
-            await self._record(owner)
+            await self.storage.occupancy.refresh(owner)
             raise AlreadyExists(f"Table already exists: {ident}")
         return LoadedTable(metadata_location, metadata)
-
-    async def _record(self, owner: Owner) -> None:
-        """Record what the live table ``owner`` holds now (after a claim that did not become a table)."""
-        paths = await self.live_paths(owner)
-        if paths is None:
-            await self.storage.occupancy.release(owner)
-        elif paths:
-            await self.storage.occupancy.record(owner, paths)
 
     async def register(self, namespace: Namespace, name: str, metadata_location: str, overwrite: bool) -> LoadedTable:
         ident = TableIdent(namespace, validate_name(name))
@@ -238,10 +231,10 @@ class Tables:
                 [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
             )
         except BaseException:
-            await self._record(owner)
+            await self.storage.occupancy.refresh(owner)
             raise
         if not swapped:
-            await self._record(owner)
+            await self.storage.occupancy.refresh(owner)
             raise CommitFailed(f"Table {ident} changed while it was being registered; retry")
         return LoadedTable(metadata_location, metadata)
 
@@ -283,7 +276,7 @@ class Tables:
         into another live table's or view's storage, nor point statistics or manifest lists outside: purge
         deletes them and vended credentials are scoped to them."""
         self.storage.confine_new_files(base, new)
-        if base is not None and (new.location, _paths(new)) == (base.location, _paths(base)):
+        if base is not None and _placement(new) == _placement(base):
             return
         roots = self.storage.confine_paths(new.location, new.properties)
         await self.storage.check_free(roots, table_owner(flat, ident.name), "Table location")
@@ -331,7 +324,7 @@ class Tables:
 
     async def _committed(self, swap: PointerSwap, base: TableMetadata | None, new: TableMetadata) -> None:
         """After a swap landed: record moved storage roots, delete replaced metadata files if asked to."""
-        if base is None or (new.location, _paths(new)) != (base.location, _paths(base)):
+        if base is None or _placement(new) != _placement(base):
             roots = self.storage.confine_paths(new.location, new.properties)
             await self.storage.occupancy.record(table_owner(swap.namespace, swap.name), roots)
         if base is not None:
@@ -372,12 +365,5 @@ class Tables:
         await self.storage.occupancy.move(table_owner(source_flat, source.name), table_owner(target_flat, target.name))
 
 
-def _short(exc: Exception) -> str:
-    """An exception's first line, bounded (pydantic repeats the input it rejected)."""
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}"[:200] for e in exc.errors()[:5])
-    return str(exc).split("\n", 1)[0][:300]
-
-
-def _paths(metadata: TableMetadata) -> tuple[str | None, ...]:
-    return tuple(metadata.properties.get(key) for key in PATH_PROPERTIES)
+def _placement(metadata: TableMetadata) -> tuple[str | None, ...]:
+    return placement(metadata.location, metadata.properties)

@@ -8,6 +8,7 @@ names against creates and renames (409), and refuse changes (403): they are read
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import time
 import uuid
@@ -20,8 +21,8 @@ from pyiceberg.view.metadata import ViewMetadata, ViewVersion
 from irc_proxy.backends.base import Backend, EngineView, EngineViewSource, engine_views
 from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, Forbidden, NoSuchView
 from irc_proxy.handling import view_commits as vc
-from irc_proxy.handling.locations import PATH_PROPERTIES
-from irc_proxy.handling.metadata import METADATA_CODEC, METADATA_PATH, metadata_version
+from irc_proxy.handling.locations import METADATA_PATH, placement
+from irc_proxy.handling.metadata import METADATA_CODEC, metadata_version
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
 from irc_proxy.handling.paging import Page, PageRequest, collect
@@ -200,10 +201,7 @@ class Views:
         flat = await self._namespaces.flat_existing(namespace)
         await self._check_free(flat, ident)
         storage = self._tables.storage
-        if request.location:
-            location = storage.confine(request.location, "View location")
-        else:
-            location = await self._tables.default_location(namespace, ident.name)
+        location = await self._tables.resolve_location(namespace, ident.name, request.location, "View location")
         version = request.view_version.model_copy(
             update={"version_id": 1, "schema_id": vc.LAST_ADDED, "timestamp_ms": int(time.time() * 1000)}
         )
@@ -223,12 +221,22 @@ class Views:
             metadata_location = await self._write(metadata, None)
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
         except AlreadyExists:
-            await self._record(owner)
+            await self._tables.storage.occupancy.refresh(owner)
             raise AlreadyExists(f"View already exists: {ident}") from None
         except BaseException:
-            await self._record(owner)
+            await self._tables.storage.occupancy.refresh(owner)
             raise
         return LoadedView(metadata_location, metadata)
+
+    async def stored_names(self, flat: str, batch: int = 500) -> Sequence[str]:
+        """Every view this catalog keeps in the flat namespace ``flat`` (not engine views: they are read-only)."""
+        names: builtins.list[str] = []  # ``list`` is this class's listing method
+        token: str | None = None
+        while True:
+            found, token = await self._store.list_names(self._catalog, flat, token, batch)
+            names += found
+            if not token:
+                return names
 
     async def live_paths(self, owner: Owner) -> Sequence[str] | None:
         """The storage roots of a live view, or None when it is gone (for the occupancy index)."""
@@ -236,14 +244,6 @@ class Views:
         if stored is None:
             return None
         return self._tables.storage.held_roots(stored.metadata.location, stored.metadata.properties)
-
-    async def _record(self, owner: Owner) -> None:
-        """Record what the live view ``owner`` holds now (after a claim that did not become a view)."""
-        paths = await self.live_paths(owner)
-        if paths is None:
-            await self._tables.storage.occupancy.release(owner)
-        else:
-            await self._tables.storage.occupancy.record(owner, paths)
 
     async def replace(
         self,
@@ -261,7 +261,10 @@ class Views:
                 metadata = vc.apply_view_updates(stored.metadata, updates)
                 if metadata == stored.metadata:
                     return LoadedView(stored.metadata_location, stored.metadata)
-                moved = _roots(metadata) != _roots(stored.metadata)
+                before = stored.metadata
+                moved = placement(metadata.location, metadata.properties) != placement(
+                    before.location, before.properties
+                )
                 if moved:  # a view's files may not leave the allowed locations nor enter another object's
                     roots = self._tables.storage.confine_paths(metadata.location, metadata.properties)
                     owner = view_owner(flat, ident.name)
@@ -318,10 +321,10 @@ class Views:
         try:
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
         except AlreadyExists:
-            await self._record(owner)
+            await self._tables.storage.occupancy.refresh(owner)
             raise AlreadyExists(f"View already exists: {ident}") from None
         except BaseException:
-            await self._record(owner)
+            await self._tables.storage.occupancy.refresh(owner)
             raise
         return LoadedView(metadata_location, metadata)
 
@@ -346,7 +349,3 @@ class Views:
         """Read within the limits of ``storage_reads`` (regular file, size, timeout); errors never quote it."""
         what = "View metadata file"
         return parse_metadata(ViewMetadata, await self._tables.files.read_bytes(location, what), location, what)
-
-
-def _roots(metadata: ViewMetadata) -> tuple[str | None, ...]:
-    return (metadata.location, *(metadata.properties.get(key) for key in PATH_PROPERTIES))

@@ -12,7 +12,6 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
 
 from sqlalchemy import Index, Text, delete, or_, update
 from sqlalchemy.exc import IntegrityError
@@ -20,8 +19,6 @@ from sqlmodel import Field, Session, SQLModel, col, select
 
 from irc_proxy.stores.tables import utcnow
 from irc_proxy.stores.transactions import TransactionalStore
-
-T = TypeVar("T")
 
 
 class StorageLocationRow(SQLModel, table=True):

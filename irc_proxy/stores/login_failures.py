@@ -12,7 +12,7 @@ import hashlib
 from sqlalchemy import Engine, Float, Index, delete
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from irc_proxy.dberrors import database_errors
+from irc_proxy.stores.transactions import TransactionalStore
 from irc_proxy.threads import ThreadRunner
 
 MAX_KEY = 255
@@ -33,26 +33,20 @@ def stored_key(key: str) -> str:
     return key if len(key) <= MAX_KEY else "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
-class LoginFailureStore:
+class LoginFailureStore(TransactionalStore):
     """Record failures and find when a key's latest ``limit`` failures leave the window."""
 
     def __init__(self, engine: Engine, threads: ThreadRunner, window_seconds: float) -> None:
-        self._engine = engine
-        self._threads = threads
+        super().__init__(engine, threads)
         self.window_seconds = window_seconds
         self._pruned = 0.0
 
     async def blocked_until(self, keys: list[tuple[str, str, int]], now: float) -> dict[tuple[str, str], float]:
         """For ``(kind, key, limit)`` triples: the keys with ``limit`` failures within the window, each with
         the epoch time at which the oldest of those leaves it."""
-        return await self._threads.run(self._blocked_until, keys, now)
 
-    async def record(self, keys: list[tuple[str, str]], now: float) -> None:
-        await self._threads.run(self._record, keys, now)
-
-    def _blocked_until(self, keys: list[tuple[str, str, int]], now: float) -> dict[tuple[str, str], float]:
-        blocked: dict[tuple[str, str], float] = {}
-        with database_errors("State database"), Session(self._engine) as session:
+        def blocked_until(session: Session) -> dict[tuple[str, str], float]:
+            blocked: dict[tuple[str, str], float] = {}
             for kind, key, limit in keys:
                 stmt = (
                     select(LoginFailureRow.at)
@@ -65,11 +59,15 @@ class LoginFailureStore:
                 at = session.execute(stmt).scalar()
                 if at is not None:
                     blocked[(kind, key)] = at + self.window_seconds
-        return blocked
+            return blocked
 
-    def _record(self, keys: list[tuple[str, str]], now: float) -> None:
-        with database_errors("State database"), Session(self._engine) as session, session.begin():
+        return await self._run(blocked_until)
+
+    async def record(self, keys: list[tuple[str, str]], now: float) -> None:
+        def record(session: Session) -> None:
             session.add_all(LoginFailureRow(kind=kind, key=stored_key(key), at=now) for kind, key in keys)
             if now - self._pruned >= self.window_seconds:
                 self._pruned = now
                 session.execute(delete(LoginFailureRow).where(col(LoginFailureRow.at) < now - self.window_seconds))
+
+        await self._run(record)
