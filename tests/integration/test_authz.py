@@ -12,7 +12,16 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.rest import assert_error, bearer_client, create_table, issue_token, ns_path, table_url
+from tests.support.rest import (
+    MGMT,
+    assert_error,
+    bearer_client,
+    create_table,
+    issue_token,
+    make_principal,
+    ns_path,
+    table_url,
+)
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-tests"
@@ -26,7 +35,6 @@ id = "root"
 secret_hash = "{hash_secret(ROOT_SECRET)}"
 principal = "root"
 '''
-MGMT = "/management/v1"
 
 
 @pytest.fixture(scope="module")
@@ -46,20 +54,6 @@ def root(proxy: ProxyProcess) -> Iterator[httpx.Client]:
         for namespace, name in ((("salesforce",), "leads"), (("hr",), "people"), (("hr",), "salaries")):
             create_table(client, namespace, name)
         yield client
-
-
-def make_principal(root: httpx.Client, name: str, *grants: dict[str, Any]) -> tuple[str, str]:
-    """A principal with its own role holding ``grants``; returns its client credentials."""
-    assert root.post(f"{MGMT}/roles", json={"name": f"{name}-role"}).status_code == 201
-    for grant in grants:
-        response = root.post(f"{MGMT}/roles/{name}-role/grants", json={"catalog": "local"} | grant)
-        assert response.status_code == 201, response.text
-    response = root.post(f"{MGMT}/principals", json={"name": name, "roles": [f"{name}-role"]})
-    assert response.status_code == 201, response.text
-    body = response.json()
-    assert body["principal"]["roles"] == [f"{name}-role"] and body["principal"]["has-credentials"]
-    assert response.headers["cache-control"] == "no-store"
-    return body["credentials"]["client-id"], body["credentials"]["client-secret"]
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,10 @@ import pytest
 
 from irc_proxy.handling.authn import hash_secret
 from tests.support.federation import rest_catalog, start_remote
-from tests.support.rest import SCHEMA, assert_error, bearer_client
+from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "front-root-secret"
-MGMT = "/management/v1"
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,13 @@ import pytest
 from irc_proxy.handling.authn import hash_secret
 from tests.support.fake_sts import FakeSts, fake_sts
 from tests.support.iam_policy import allowed, object_arn
-from tests.support.rest import SCHEMA, assert_error, bearer_client
+from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client
 from tests.support.server import ProxyProcess
 from tests.support.vending import DELEGATION, vending_catalog_config, vending_moto
 
 BUCKET = "irc-vending-authz"
 CATALOG = "vend"
 ROOT_SECRET = "root-secret-vending"
-MGMT = "/management/v1"
 TABLE = f"/v1/{CATALOG}/namespaces/shop/tables/orders"
 
 

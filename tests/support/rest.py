@@ -61,3 +61,20 @@ def bearer_client(url: str, client_id: str, secret: str) -> httpx.Client:
     """An httpx client for ``url`` that sends a freshly issued token of ``client_id``."""
     headers = {"Authorization": f"Bearer {issue_token(url, client_id, secret)}"}
     return httpx.Client(base_url=url, headers=headers, timeout=60)
+
+
+MGMT = "/management/v1"
+
+
+def make_principal(root: httpx.Client, name: str, *grants: dict[str, Any]) -> tuple[str, str]:
+    """A principal with its own role holding ``grants``; returns its client credentials."""
+    assert root.post(f"{MGMT}/roles", json={"name": f"{name}-role"}).status_code == 201
+    for grant in grants:
+        response = root.post(f"{MGMT}/roles/{name}-role/grants", json={"catalog": "local"} | grant)
+        assert response.status_code == 201, response.text
+    response = root.post(f"{MGMT}/principals", json={"name": name, "roles": [f"{name}-role"]})
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["principal"]["roles"] == [f"{name}-role"] and body["principal"]["has-credentials"]
+    assert response.headers["cache-control"] == "no-store"
+    return body["credentials"]["client-id"], body["credentials"]["client-secret"]

@@ -6,6 +6,7 @@ warehouse and, beside it, an ``outside`` directory holding a file no client may 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from tests.support.aws import glue_catalog_config, moto_server
+from tests.support.rest import create_namespace
 from tests.support.server import ProxyProcess
 
 SECRET_TEXT = "root:x:0:0:do-not-leak-this-line:/root:/bin/bash\n"
@@ -81,3 +83,11 @@ def target(request: pytest.FixtureRequest) -> Target:
 def client(target: Target) -> Iterator[httpx.Client]:
     with target.client() as http:
         yield http
+
+
+@pytest.fixture
+def ns(client: httpx.Client) -> str:
+    """A namespace of its own for the test, created on the target."""
+    name = f"sec_{uuid.uuid4().hex[:10]}"
+    create_namespace(client, name)
+    return name

@@ -18,11 +18,10 @@ import pytest
 
 from irc_proxy.handling.authn import hash_secret
 from tests.support.aws import glue_catalog_config, moto_server
-from tests.support.rest import SCHEMA, assert_error, bearer_client, table_url
+from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client, table_url
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-audit-denied"
-MGMT = "/management/v1"
 
 
 @dataclass(frozen=True)

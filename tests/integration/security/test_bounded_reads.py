@@ -34,13 +34,6 @@ PROMPT = 5.0
 
 
 @pytest.fixture
-def ns(client: httpx.Client) -> str:
-    name = f"rd_{uuid.uuid4().hex[:8]}"
-    create_namespace(client, name)
-    return name
-
-
-@pytest.fixture
 def junk(target: Target) -> Path:
     """A directory inside the warehouse but outside every table: register may point here."""
     directory = target.warehouse / "junk" / uuid.uuid4().hex[:8]

@@ -17,13 +17,6 @@ from tests.integration.security.conftest import SECRET_TEXT, Target
 from tests.support.rest import SCHEMA, assert_error, create_namespace, create_table, ns_path, table_url
 
 
-@pytest.fixture
-def ns(client: httpx.Client) -> str:
-    name = f"conf_{uuid.uuid4().hex[:8]}"
-    create_namespace(client, name)
-    return name
-
-
 def tables_url(ns: str) -> str:
     return f"/v1/local/namespaces/{ns_path(ns)}/tables"
 

@@ -12,7 +12,6 @@ import binascii
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,11 +19,10 @@ import pytest
 from irc_proxy.handling.authn import hash_secret
 from tests.support.aws import glue_catalog_config, moto_server
 from tests.support.federation import rest_catalog, start_remote
-from tests.support.rest import assert_error, bearer_client, create_table, ns_path
+from tests.support.rest import assert_error, bearer_client, create_table, make_principal, ns_path
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-listing-tokens"
-MGMT = "/management/v1"
 VISIBLE = ["alpha", "charlie", "echo"]
 HIDDEN = ["bravo-hidden", "delta-hidden", "foxtrot-hidden", "golf-hidden"]
 VISIBLE_TABLES = ["t_one", "t_three"]
@@ -48,17 +46,6 @@ def _config(workdir: Path, catalog: str) -> str:
     )
 
 
-def _principal(root: httpx.Client, name: str, grants: list[dict[str, Any]]) -> tuple[str, str]:
-    assert root.post(f"{MGMT}/roles", json={"name": f"{name}-role"}).status_code == 201
-    for grant in grants:
-        response = root.post(f"{MGMT}/roles/{name}-role/grants", json={"catalog": "local"} | grant)
-        assert response.status_code == 201, response.text
-    response = root.post(f"{MGMT}/principals", json={"name": name, "roles": [f"{name}-role"]})
-    assert response.status_code == 201, response.text
-    credentials = response.json()["credentials"]
-    return credentials["client-id"], credentials["client-secret"]
-
-
 def _deploy(workdir: Path, catalog: str) -> Iterator[Deployment]:
     config = _config(workdir, catalog)
     for replica in ("a", "b"):
@@ -74,8 +61,8 @@ def _deploy(workdir: Path, catalog: str) -> Iterator[Deployment]:
                 create_table(root, ("alpha",), table)
             grants = [{"privilege": "namespace.use", "namespace": [n]} for n in VISIBLE]
             grants += [{"privilege": "table.read", "namespace": ["alpha"], "table": t} for t in VISIBLE_TABLES]
-            pager = _principal(root, "pager", grants)
-            other = _principal(root, "other", grants)
+            pager = make_principal(root, "pager", *grants)
+            other = make_principal(root, "other", *grants)
         yield Deployment((first, second), pager, other)
     finally:
         second.stop()
@@ -215,7 +202,7 @@ def federated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyP
             for name in sorted(VISIBLE + HIDDEN):
                 assert root.post("/v1/up/namespaces", json={"namespace": [name]}).status_code == 200
             grants = [{"catalog": "up", "privilege": "namespace.use", "namespace": [n]} for n in VISIBLE]
-            principals = {who: _principal(root, who, grants) for who in ("fed-pager", "fed-other")}
+            principals = {who: make_principal(root, who, *grants) for who in ("fed-pager", "fed-other")}
         yield front, principals
     finally:
         front.stop()

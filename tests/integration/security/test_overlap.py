@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,13 +23,6 @@ VIEW_VERSION = {
     "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
     "default-namespace": [],
 }
-
-
-@pytest.fixture
-def ns(client: httpx.Client) -> str:
-    name = f"ovl_{uuid.uuid4().hex[:8]}"
-    create_namespace(client, name)
-    return name
 
 
 def create(client: httpx.Client, ns: str, name: str, location: str) -> httpx.Response:

@@ -23,16 +23,9 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.table import Table
 
 from tests.integration.security.conftest import SECRET_TEXT, Target
-from tests.support.rest import create_namespace, table_url
+from tests.support.rest import table_url
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "data": pa.array(["a", "b", "c"])})
-
-
-@pytest.fixture
-def ns(client: httpx.Client) -> str:
-    name = f"pg_{uuid.uuid4().hex[:8]}"
-    create_namespace(client, name)
-    return name
 
 
 @pytest.fixture

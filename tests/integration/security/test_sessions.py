@@ -22,13 +22,12 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.rest import assert_error, create_namespace, create_table, issue_token, table_url
+from tests.support.rest import MGMT, assert_error, create_namespace, create_table, issue_token, table_url
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-sessions"
 SPARK_SECRET = "spark-secret-for-sessions"
 LEAVING_SECRET = "leaving-secret-for-sessions"
-MGMT = "/management/v1"
 EXCHANGE = {
     "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
     "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",

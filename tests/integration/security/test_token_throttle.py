@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
+from tests.support.rest import MGMT
 from tests.support.server import ProxyProcess
 
 SECRETS = {"root": "root-secret-for-throttle", "spark": "spark-secret-for-throttle", "other": "other-secret-42"}
 PER_CLIENT, PER_ADDRESS = 3, 5
-MGMT = "/management/v1"
 
 
 @pytest.fixture(scope="module")
