@@ -51,21 +51,15 @@ def authorizer(request: Request) -> Authorizer:
 
 async def grants(request: Request) -> Grants:
     """The caller's grants (looked up once per request)."""
-    cached: Grants | None = getattr(request.state, "grants", None)
-    if cached is None:
-        caller = Caller(parsing.principal(request), parsing.roles(request))
-        cached = await authorizer(request).grants_for(caller)
-        request.state.grants = cached
-    return cached
+    context = parsing.context(request)
+    if context.grants is None:
+        context.grants = await authorizer(request).grants_for(Caller(context.principal, context.roles))
+    return context.grants
 
 
 def _note(request: Request, decision: str, reason: str) -> None:
     """Record the decision for the audit trail (several checks of one request are joined)."""
-    state = request.state
-    previous = getattr(state, "audit_reason", None)
-    if getattr(state, "audit_decision", "allowed") != "denied":
-        state.audit_decision = decision
-    state.audit_reason = f"{previous}; {reason}" if previous else reason
+    parsing.context(request).audit.note(decision, reason)
 
 
 async def require(request: Request, privilege: Privilege, target: Securable) -> None:
@@ -173,7 +167,7 @@ def listing(privilege: Privilege, of_children: Callable[[Request], Namespace]) -
             _note(request, "allowed", decision.reason)
             return
         if held.touches(parent):
-            request.state.list_filtered = True
+            parsing.context(request).list_filtered = True
             _note(request, "allowed", f"filtered listing: {decision.reason}")
             return
         await require(request, privilege, parent)
@@ -269,7 +263,7 @@ async def require_admin(request: Request) -> None:
 # Results and delegation -------------------------------------------------------------------------
 async def visible_namespaces(request: Request, children: Sequence[Namespace]) -> list[Namespace]:
     """The children a filtered listing shows: those the caller holds a grant on, above or beneath."""
-    if not getattr(request.state, "list_filtered", False):
+    if not parsing.context(request).list_filtered:
         return list(children)
     held = await grants(request)
     return [child for child in children if held.touches(_namespace(request, child))]
@@ -277,7 +271,7 @@ async def visible_namespaces(request: Request, children: Sequence[Namespace]) ->
 
 async def visible_objects(request: Request, idents: Iterable[TableIdent], kind: SecurableType) -> list[TableIdent]:
     """The tables (or views) a filtered listing shows: those the caller holds a privilege on."""
-    if not getattr(request.state, "list_filtered", False):
+    if not parsing.context(request).list_filtered:
         return list(idents)
     held = await grants(request)
     privileges = TABLE_PRIVILEGES if kind is SecurableType.TABLE else VIEW_PRIVILEGES

@@ -259,9 +259,9 @@ async def query_audit(request: Request) -> Response:
 
 def _admin(operation: str, handler: Handler) -> Handler:
     async def endpoint(request: Request) -> Response:
-        request.state.audit_operation = f"management.{operation}"
-        request.state.audit_params = {}
-        request.state.audit_object = unquote(request.url.path.removeprefix(BASE + "/"))  # e.g. roles/reader/grants
+        audit = parsing.context(request).audit
+        audit.name(f"management.{operation}")
+        audit.object = unquote(request.url.path.removeprefix(BASE + "/"))  # e.g. roles/reader/grants
         await access.require_admin(request)
         return await handler(request)
 

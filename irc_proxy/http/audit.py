@@ -1,7 +1,7 @@
 """The audit hand-off: one record per request that reached a catalog operation.
 
 The operation's endpoint (``routes._dispatch``, ``meta.get_config``, the token endpoint as
-``oauth.token``) names itself in ``scope["state"]`` (``audit_operation``, ``audit_params``); requests
+``oauth.token``) names itself in the request's typed record (``RequestContext.audit``); requests
 that never get there (``/healthz``, 401s, unknown paths) leave no record.
 """
 
@@ -12,7 +12,8 @@ from urllib.parse import unquote_plus
 
 from irc_proxy.audit import Auditor, AuditRecord, now
 from irc_proxy.errors import BadRequest
-from irc_proxy.http.parsing import decode_namespace
+from irc_proxy.handling.context import RequestContext
+from irc_proxy.http.parsing import CONTEXT, decode_namespace
 
 
 def object_path(params: dict[str, Any], separator: str) -> str | None:
@@ -36,40 +37,29 @@ def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None
     Called by ``irc_proxy.http.middleware.Edge`` once the response is sent (or the request failed).
     """
     auditor: Auditor | None = state.get("auditor")
-    operation = state.get("audit_operation")
-    if auditor is None or operation is None or not auditor.settings.enabled:
+    context: RequestContext | None = state.get(CONTEXT)
+    if auditor is None or context is None or not auditor.settings.enabled:
         return
-    params = state.get("audit_params") or {}
+    note = context.audit
+    if note.operation is None:
+        return
+    params = note.params
     settings = state.get("settings")
     separator = settings.server.namespace_separator if settings is not None else ":"
     prefix = params.get("prefix")
     catalogs = state.get("catalogs")
-    decision, reason = _decision(state, int(status))
+    decision, reason = note.outcome(int(status))
     auditor.submit(
         AuditRecord(
             time=now(),
-            principal=str(state.get("principal", "anonymous")),
-            operation=operation,
+            principal=context.principal,
+            operation=note.operation,
             catalog=unquote_plus(prefix) if prefix is not None else getattr(catalogs, "default", None),
-            object=state.get("audit_object") or object_path(params, separator),
+            object=note.object or object_path(params, separator),
             status=int(status),
-            request_id=str(state.get("request_id", "")),
+            request_id=context.request_id,
             latency_ms=latency_ms,
             decision=decision,
             reason=reason,
         )
     )
-
-
-def note_refusal(state: dict[str, Any], message: str) -> None:
-    """Remember why a handler refused the request (a 403 raised after authorization allowed it)."""
-    state["audit_refusal"] = message
-
-
-def _decision(state: dict[str, Any], status: int) -> tuple[str, str | None]:
-    """Every 403 is ``denied`` with a reason: the authorization step's, a handler's refusal, or the status."""
-    decision, reason = str(state.get("audit_decision", "allowed")), state.get("audit_reason")
-    if status != 403 or (decision == "denied" and reason):
-        return decision, reason
-    refusal = state.get("audit_refusal") or "refused with 403 after authorization (e.g. by the upstream catalog)"
-    return "denied", f"{reason}; {refusal}" if reason else str(refusal)

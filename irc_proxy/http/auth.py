@@ -26,6 +26,7 @@ from irc_proxy.handling.authn import (
     TokenRequestError,
     TokenService,
 )
+from irc_proxy.http import parsing
 from irc_proxy.http.errors import error_response
 from irc_proxy.http.responses import json_response
 
@@ -78,8 +79,9 @@ class Authentication:
         except ServiceUnavailable as exc:
             await error_response(Request(scope), 503, "ServiceUnavailableException", exc.message)(scope, receive, send)
             return
-        state["principal"] = principal.name
-        state["roles"] = principal.roles
+        context = parsing.context(Request(scope))
+        context.principal, context.roles = principal.name, principal.roles
+        context.authorization = authorization.decode("latin-1") if authorization else None
         await self.app(scope, receive, send)
 
 
@@ -116,14 +118,13 @@ def _audit(request: Request, client_id: str, principal: str, refusal: TokenReque
 
     A refusal is recorded as denied with its reason and the source address (never the secret).
     """
-    state = request.state
-    state.audit_operation, state.audit_params = "oauth.token", {}
-    state.audit_object = client_id[:MAX_LOGGED_ID] or None
-    state.principal = (principal or client_id or ANONYMOUS.name)[:MAX_LOGGED_ID]
-    state.client_id = client_id
+    context = parsing.context(request)
+    context.audit.name("oauth.token")
+    context.audit.object = client_id[:MAX_LOGGED_ID] or None
+    context.principal = (principal or client_id or ANONYMOUS.name)[:MAX_LOGGED_ID]
+    context.client_id = client_id
     if refusal is not None:
-        state.audit_decision = "denied"
-        state.audit_reason = f"{refusal.error}: {refusal.description} (address {_address(request)})"
+        context.audit.note("denied", f"{refusal.error}: {refusal.description} (address {_address(request)})")
 
 
 def _address(request: Request) -> str:

@@ -176,7 +176,8 @@ async def sign_request(request: Request) -> Response:
 
 async def sign_legacy(request: Request) -> Response:
     """``POST /v1/aws/s3/sign`` (deprecated signer spec): the table comes from the request's ``properties``."""
-    request.state.audit_operation = "signS3Request"
+    audit = parsing.context(request).audit
+    audit.name("signS3Request")
     body = await parsing.body_model(request, RemoteSignRequest)
     names = [body.properties.get(key) for key in (SIGNER_CATALOG, SIGNER_NAMESPACE, SIGNER_TABLE)]
     if not all(names):
@@ -187,7 +188,7 @@ async def sign_legacy(request: Request) -> Response:
     catalog_name, namespace, name = (str(n) for n in names)
     ident = TableIdent(tuple(namespace.split("\x1f")), name)
     validate_namespace(ident.namespace)
-    request.state.audit_params = {"prefix": catalog_name, "namespace": namespace, "table": name}
+    audit.params = {"prefix": catalog_name, "namespace": namespace, "table": name}
     catalog = parsing.catalogs(request).get(catalog_name)
     request.scope.setdefault("path_params", {})["prefix"] = catalog.name  # authorization resolves the catalog here
     return await _sign(request, catalog, ident, body)

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy import errors
-from irc_proxy.http.audit import note_refusal
+from irc_proxy.http.parsing import context
 
 log = logging.getLogger("irc_proxy.http")
 
@@ -65,7 +65,7 @@ async def catalog_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.CatalogError)
     status, type_name = classify(exc)
     if status == 403:
-        note_refusal(request.scope.setdefault("state", {}), exc.message)
+        context(request).audit.refuse(exc.message)
     return error_response(request, status, type_name, exc.message)
 
 

@@ -56,7 +56,8 @@ _FALLBACK_TYPES = {
 
 
 def _calling(request: Request) -> AbstractContextManager[None]:
-    return remote.calling(request.headers.get("authorization"), getattr(request.state, "request_id", None))
+    context = parsing.context(request)
+    return remote.calling(context.authorization or request.headers.get("authorization"), context.request_id)
 
 
 async def discover(request: Request, catalog: Catalog) -> None:
@@ -126,7 +127,7 @@ async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Respons
         return _wrapped_error(request, status, endpoint, body)
     if mapped and reply.is_success:
         body = remote.map_listing(endpoint, body, catalog.codec)
-    if reply.is_success and getattr(request.state, "list_filtered", False):
+    if reply.is_success and parsing.context(request).list_filtered:
         body = await _filtered_listing(request, template, body)
     return Response(body, status_code=status, headers=passed)
 

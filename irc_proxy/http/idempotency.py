@@ -20,6 +20,7 @@ from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.http import parsing
 from irc_proxy.http.errors import error_response
 from irc_proxy.http.routes import OPERATIONS
 from irc_proxy.metrics import IDEMPOTENT_REPLAYS
@@ -132,7 +133,7 @@ class Idempotency:
             )
             return
         body = await read_body(receive)
-        principal = str(state.get("principal", "anonymous"))
+        principal = parsing.context(Request(scope)).principal
         try:
             claim = await store.claim(principal, text.lower(), fingerprint(scope, body), WAIT_SECONDS)
         except ServiceUnavailable as exc:

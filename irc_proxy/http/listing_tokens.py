@@ -17,7 +17,7 @@ from irc_proxy.http import parsing
 
 
 def _filtered(request: Request) -> bool:
-    return bool(getattr(request.state, "list_filtered", False))
+    return parsing.context(request).list_filtered
 
 
 def upstream_query(request: Request) -> bytes:

@@ -31,9 +31,10 @@ def _find(request: Request, warehouse: str | None) -> Catalog:
 
 async def get_config(request: Request) -> Response:
     """``GET /v1/config?warehouse=``: the prefix and endpoints of the named (or default) catalog."""
-    request.state.audit_operation = "getConfig"
+    audit = parsing.context(request).audit
+    audit.name("getConfig")
     catalog = _find(request, request.query_params.get("warehouse"))
-    request.state.audit_params = {"prefix": catalog.name}
+    audit.params = {"prefix": catalog.name}
     if access.authorizer(request).enabled:
         await access.uses_catalog(request, catalog.name)
     if catalog.remote is not None:  # federated: the upstream's config, this prefix, the served endpoints

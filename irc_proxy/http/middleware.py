@@ -18,9 +18,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from irc_proxy.handling.context import RequestContext
 from irc_proxy.http.audit import submit_record
 from irc_proxy.http.errors import error_response
 from irc_proxy.http.metrics import observe
+from irc_proxy.http.parsing import CONTEXT
 from irc_proxy.logs import REQUEST_ID
 
 access_log = logging.getLogger("irc_proxy.access")
@@ -83,6 +85,7 @@ class Edge:
         id_header = (b"x-request-id", request_id.encode("latin-1"))
         state = scope.setdefault("state", {})
         state.update(request_id=request_id, started=started, status=500)
+        state[CONTEXT] = context = RequestContext(request_id)
         raw_path = scope.get("raw_path")
         inner = dict(scope, path=_route_path(raw_path)) if raw_path else scope
 
@@ -124,7 +127,7 @@ class Edge:
             submit_record(state, status, took * 1000)
             if access_log.isEnabledFor(logging.INFO):
                 path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
-                client = state.get("client_id")  # the token endpoint's client, escaped: it is the caller's text
+                client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
                 extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
                 access_log.info(
                     "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, request_id, extra

@@ -15,11 +15,14 @@ from starlette.requests import Request
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
 from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
 from irc_proxy.http import request_limits
 from irc_proxy.threads import ThreadRunner
 
+CONTEXT = "context"
+"""The key of the request's :class:`RequestContext` in ``scope["state"]``."""
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 _ENCODED_UNIT_SEPARATOR = re.compile("%1f", re.IGNORECASE)
@@ -44,20 +47,29 @@ def catalog(request: Request) -> Catalog:
 _CATALOG = "irc_proxy.catalog"
 
 
+def context(request: Request) -> RequestContext:
+    """The request's typed record (created by ``middleware.Edge``; a bare one outside it, e.g. in unit tests)."""
+    state = request.scope.setdefault("state", {})
+    found: RequestContext | None = state.get(CONTEXT)
+    if found is None:
+        found = state[CONTEXT] = RequestContext(request_id=str(state.get("request_id", "")))
+    return found
+
+
 def principal(request: Request) -> str:
     """Who is calling, as the authentication middleware found it (``anonymous`` with ``auth.mode = "none"``)."""
-    return str(getattr(request.state, "principal", "anonymous"))
+    return context(request).principal
 
 
 def roles(request: Request) -> tuple[str, ...]:
     """The caller's roles from its token (empty without authentication)."""
-    return tuple(getattr(request.state, "roles", ()))
+    return context(request).roles
 
 
 def audit_object(request: Request, *objects: TableIdent | Namespace) -> None:
     """Name the objects an operation acts on for its audit record, when the path alone does not."""
     names = [str(o) if isinstance(o, TableIdent) else ".".join(o) for o in objects]
-    request.state.audit_object = ", ".join(names)
+    context(request).audit.object = ", ".join(names)
 
 
 def decode_namespace(segment: str, separator: str) -> Namespace:
@@ -128,7 +140,7 @@ def page_binding(request: Request) -> PageBinding:
     """Page tokens of this listing: bound to the caller, catalog, operation and parent (``paging``)."""
     tokens: PageTokens = request.state.page_tokens
     parent = namespace_param(request) if "namespace" in request.path_params else parent_param(request)
-    operation = str(getattr(request.state, "audit_operation", request.url.path))
+    operation = context(request).audit.operation or request.url.path
     return PageBinding(tokens, listing_scope(principal(request), catalog(request).name, operation, parent))
 
 

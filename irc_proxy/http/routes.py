@@ -22,7 +22,7 @@ from irc_proxy.handling import remote
 from irc_proxy.handling.authz import Privilege as P
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.http import access, credentials, forward, namespaces, tables, views
+from irc_proxy.http import access, credentials, forward, namespaces, parsing, tables, views
 from irc_proxy.http.access import Authorize, on_namespace, on_table, on_view
 from irc_proxy.http.parsing import catalog
 
@@ -127,7 +127,7 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         operation = handlers.get(request.method)
         if operation is None:
             raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
-        request.state.audit_operation, request.state.audit_params = operation.operation_id, dict(request.path_params)
+        parsing.context(request).audit.name(operation.operation_id, request.path_params)
         target = catalog(request)
         if target.remote is not None:
             await forward.discover(request, target)  # learns what the upstream serves (once)
