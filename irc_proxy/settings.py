@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from irc_proxy.errors import StartupError
 from irc_proxy.masking import mask_url
 
 ENV_PREFIX = "IRC_PROXY_"
@@ -38,7 +39,7 @@ RESERVED_CATALOG_NAMES = frozenset({"config", "namespaces", "tables", "views", "
 _CATALOG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
-class ConfigError(Exception):
+class ConfigError(StartupError):
     """The configuration is invalid; the message names the offending key."""
 
 

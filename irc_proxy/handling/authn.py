@@ -21,7 +21,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, RSAKey
 from joserfc.jwt import ClaimsOption
 
-from irc_proxy.errors import NotAuthenticated
+from irc_proxy.errors import NotAuthenticated, TokenRequestError
 from irc_proxy.handling.sessions import Client, ClientDirectory
 from irc_proxy.handling.throttle import Busy, HashGate, LoginThrottle
 
@@ -130,21 +130,6 @@ _EXCHANGEABLE_TYPES = frozenset(
 
 
 # The oauth2 mode --------------------------------------------------------------------------
-class TokenRequestError(Exception):
-    """A token request is refused; ``error`` is the OAuth2 error code (RFC 6749 section 5.2).
-
-    ``slow_down`` (too many failures) and ``temporarily_unavailable`` (no secret check free) carry
-    ``retry_after`` seconds. ``client_id`` is the client the request claimed or its token named, if any.
-    """
-
-    def __init__(self, error: str, description: str, client_id: str = "", retry_after: int | None = None) -> None:
-        super().__init__(description)
-        self.error = error
-        self.description = description
-        self.client_id = client_id
-        self.retry_after = retry_after
-
-
 @dataclass(frozen=True)
 class IssuedToken:
     """A token response and whom it was issued to (for the audit trail and the access log)."""

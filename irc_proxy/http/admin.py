@@ -18,12 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from irc_proxy.errors import BadRequest
+from irc_proxy.errors import BadRequest, MethodNotAllowed
 from irc_proxy.handling.authn import TokenService, hash_secret
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, StoredGrant, StoredPrincipal, grant_target
 from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import _Body
-from irc_proxy.http.errors import error_response
+from irc_proxy.http.errors import response_for
 from irc_proxy.http.responses import json_response, no_content
 from irc_proxy.settings import Settings
 
@@ -275,9 +275,7 @@ def _route(path: str, **methods: tuple[str, Handler]) -> Route:
     async def dispatch(request: Request) -> Response:
         handler = handlers.get(request.method)
         if handler is None:
-            response = error_response(
-                request, 405, "MethodNotAllowedException", f"Method {request.method} is not allowed here"
-            )
+            response = response_for(request, MethodNotAllowed(f"Method {request.method} is not allowed here"))
             response.headers["Allow"] = ", ".join(handlers)
             return response
         return await handler(request)

@@ -18,22 +18,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from irc_proxy.errors import NotAuthenticated, ServiceUnavailable
-from irc_proxy.handling.authn import (
-    ANONYMOUS,
-    TOKEN_EXCHANGE_GRANT,
-    Authenticator,
-    TokenRequestError,
-    TokenService,
-)
+from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
+from irc_proxy.handling.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authenticator, TokenService
 from irc_proxy.http import parsing
-from irc_proxy.http.errors import error_response
+from irc_proxy.http.errors import NO_STORE, response_for
 from irc_proxy.http.responses import json_response
 
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", TOKEN_PATH, JWKS_PATH})
-_NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 MAX_LOGGED_ID = 255
 """Client ids are the caller's text: at most this much of one goes into the audit trail."""
 
@@ -72,12 +65,12 @@ class Authentication:
                 raise NotAuthenticated("Authentication required: send an OAuth2 bearer token")
         except NotAuthenticated as exc:
             challenge = 'Bearer realm="irc-proxy"' + (', error="invalid_token"' if token else "")
-            response = error_response(Request(scope), 401, "NotAuthorizedException", exc.message)
+            response = response_for(Request(scope), exc)
             response.headers["WWW-Authenticate"] = challenge
             await response(scope, receive, send)
             return
         except ServiceUnavailable as exc:
-            await error_response(Request(scope), 503, "ServiceUnavailableException", exc.message)(scope, receive, send)
+            await response_for(Request(scope), exc)(scope, receive, send)
             return
         context = parsing.context(Request(scope))
         context.principal, context.roles = principal.name, principal.roles
@@ -88,18 +81,6 @@ class Authentication:
 def _token_service(request: Request) -> TokenService:
     service: TokenService = request.state.token_service
     return service
-
-
-_OAUTH_STATUS = {"invalid_client": 401, "slow_down": 429, "temporarily_unavailable": 503}
-"""Other refusals (invalid_request, invalid_grant, unsupported_grant_type) are 400s (RFC 6749 5.2)."""
-
-
-def _oauth_error(error: str, description: str, retry_after: int | None = None) -> Response:
-    status = _OAUTH_STATUS.get(error, 400)
-    headers = _NO_STORE | ({"WWW-Authenticate": 'Basic realm="irc-proxy"'} if status == 401 else {})
-    if retry_after is not None:
-        headers = headers | {"Retry-After": str(retry_after)}
-    return json_response({"error": error, "error_description": description}, status, headers)
 
 
 def _basic_credentials(authorization: str) -> tuple[str, str] | None:
@@ -156,12 +137,12 @@ async def issue_token(request: Request) -> Response:
     except TokenRequestError as exc:
         return _refused(request, exc.client_id or client_id, exc)
     _audit(request, issued.client_id, issued.principal, None)
-    return json_response(issued.body, headers=_NO_STORE)
+    return json_response(issued.body, headers=NO_STORE)
 
 
 def _refused(request: Request, client_id: str, refusal: TokenRequestError) -> Response:
     _audit(request, client_id, "", refusal)
-    return _oauth_error(refusal.error, refusal.description, refusal.retry_after)
+    return response_for(request, refusal)
 
 
 async def jwks(request: Request) -> Response:

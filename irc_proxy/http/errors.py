@@ -1,4 +1,9 @@
-"""Domain error -> HTTP status and Iceberg exception type: one table, one handler."""
+"""Errors as HTTP answers: the spec's IcebergErrorResponse from ``irc_proxy.errors.ANSWERS``, and the handlers.
+
+Every error status the server answers comes from that one table (through ``classify`` or, for a bare
+status, ``type_for_status``); OAuth2 token refusals keep RFC 6749's body. Upstream error bodies that
+are already in the spec's shape are passed through unchanged (``http.forward``).
+"""
 
 from __future__ import annotations
 
@@ -11,39 +16,9 @@ from starlette.responses import Response
 
 from irc_proxy import errors
 from irc_proxy.http.parsing import context
+from irc_proxy.http.responses import json_response
 
 log = logging.getLogger("irc_proxy.http")
-
-# Most specific first: the first matching class wins.
-STATUS: list[tuple[type[errors.CatalogError], int, str]] = [
-    (errors.NoSuchWarehouse, 404, "NoSuchWarehouseException"),
-    (errors.NoSuchNamespace, 404, "NoSuchNamespaceException"),
-    (errors.NoSuchTable, 404, "NoSuchTableException"),
-    (errors.NoSuchView, 404, "NoSuchViewException"),
-    (errors.NotFound, 404, "NotFoundException"),
-    (errors.InvalidArgument, 400, "IllegalArgumentException"),
-    (errors.BadRequest, 400, "BadRequestException"),
-    (errors.NotAuthenticated, 401, "NotAuthorizedException"),
-    (errors.Forbidden, 403, "ForbiddenException"),
-    (errors.Unsupported, 406, "UnsupportedOperationException"),
-    (errors.AlreadyExists, 409, "AlreadyExistsException"),
-    (errors.CommitFailed, 409, "CommitFailedException"),
-    (errors.NamespaceNotEmpty, 409, "NamespaceNotEmptyException"),
-    (errors.Unprocessable, 422, "UnprocessableEntityException"),
-    # The spec's 504 ("gateway timeout; the commit state is unknown"): the backend never answered the commit.
-    # Clients treat 500/502/504 alike; 504 keeps 500 for our own bugs.
-    (errors.CommitStateUnknown, 504, "CommitStateUnknownException"),
-    (errors.ServiceUnavailable, 503, "ServiceUnavailableException"),
-]
-_HTTP_TYPES = {
-    400: "BadRequestException",
-    401: "NotAuthorizedException",
-    403: "ForbiddenException",
-    404: "NotFoundException",
-    405: "MethodNotAllowedException",
-    406: "UnsupportedOperationException",
-    413: "RequestEntityTooLargeException",
-}
 
 
 def error_response(request: Request, status: int, type_name: str, message: str) -> Response:
@@ -55,24 +30,48 @@ def error_response(request: Request, status: int, type_name: str, message: str) 
 
 
 def classify(exc: errors.CatalogError) -> tuple[int, str]:
-    for cls, status, type_name in STATUS:
-        if isinstance(exc, cls):
-            return status, type_name
-    return 500, "InternalServerError"
+    """The status and Iceberg type a domain error is answered with (500 for one outside the table)."""
+    return errors.answer(exc) or (500, "InternalServerError")
+
+
+def type_for_status(status: int) -> str:
+    """The Iceberg type for a status that came without one (RESTException when the status says nothing)."""
+    cls = errors.for_status(status)
+    return errors.ANSWERS[cls][1] if cls is not None else "RESTException"
+
+
+def response_for(request: Request, exc: errors.CatalogError) -> Response:
+    """The spec's error response for a domain error; an OAuth2 token refusal in RFC 6749's shape instead."""
+    if isinstance(exc, errors.TokenRequestError):
+        return oauth_response(exc)
+    status, type_name = classify(exc)
+    return error_response(request, status, type_name, exc.message)
+
+
+_OAUTH_STATUS = {"invalid_client": 401, "slow_down": 429, "temporarily_unavailable": 503}
+"""RFC 6749 5.2: other refusals (invalid_request, invalid_grant, unsupported_grant_type) are 400s."""
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def oauth_response(exc: errors.TokenRequestError) -> Response:
+    """A refused token request: ``{error, error_description}``, never cached."""
+    status = _OAUTH_STATUS.get(exc.error, 400)
+    headers = NO_STORE | ({"WWW-Authenticate": 'Basic realm="irc-proxy"'} if status == 401 else {})
+    if exc.retry_after is not None:
+        headers = headers | {"Retry-After": str(exc.retry_after)}
+    return json_response({"error": exc.error, "error_description": exc.description}, status, headers)
 
 
 async def catalog_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.CatalogError)
-    status, type_name = classify(exc)
-    if status == 403:
+    if isinstance(exc, errors.Forbidden):
         context(request).audit.refuse(exc.message)
-    return error_response(request, status, type_name, exc.message)
+    return response_for(request, exc)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    type_name = _HTTP_TYPES.get(exc.status_code, "RESTException")
-    response = error_response(request, exc.status_code, type_name, str(exc.detail))
+    response = error_response(request, exc.status_code, type_for_status(exc.status_code), str(exc.detail))
     response.headers.update(exc.headers or {})
     return response
 

@@ -26,7 +26,7 @@ from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.http import access, listing_tokens, parsing
-from irc_proxy.http.errors import error_response
+from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
 
 Handler = Callable[[Request], Awaitable[Response]]
 PASSED_REQUEST_HEADERS = frozenset(
@@ -44,15 +44,6 @@ PASSED_REQUEST_HEADERS = frozenset(
 )
 _PASSED_RAW = frozenset(name.encode() for name in PASSED_REQUEST_HEADERS)
 PASSED_RESPONSE_HEADERS = frozenset({"content-type", "etag", "retry-after", "cache-control", "www-authenticate"})
-_FALLBACK_TYPES = {
-    400: "BadRequestException",
-    401: "NotAuthorizedException",
-    403: "ForbiddenException",
-    404: "NotFoundException",
-    406: "UnsupportedOperationException",
-    409: "ConflictException",
-    503: "ServiceUnavailableException",
-}
 
 
 def _calling(request: Request) -> AbstractContextManager[None]:
@@ -117,7 +108,7 @@ async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Respons
             ambiguous=endpoint in remote.AMBIGUOUS,
         )
     except CommitStateUnknown as exc:
-        return error_response(request, 504, "CommitStateUnknownException", exc.message)
+        return response_for(request, exc)
     status, body = reply.status_code, reply.content
     passed = {k: v for k, v in reply.headers.items() if k in PASSED_RESPONSE_HEADERS}
     if method == "HEAD":
@@ -157,10 +148,10 @@ def _is_error_body(body: bytes) -> bool:
 
 def _wrapped_error(request: Request, status: int, endpoint: str, body: bytes) -> Response:
     """An upstream error without an IcebergErrorResponse body (a gateway's HTML page, say)."""
-    if endpoint in remote.AMBIGUOUS and status in (500, 502, 504):
-        type_name = "CommitStateUnknownException"
+    if endpoint in remote.AMBIGUOUS and status in (500, 502, 504):  # the commit may have happened
+        type_name = classify(CommitStateUnknown(""))[1]
     else:
-        type_name = _FALLBACK_TYPES.get(status, "RESTException")
+        type_name = type_for_status(status)
     snippet = body[:200].decode("utf-8", "replace").strip()
     message = f"The upstream catalog answered {status} without an Iceberg error body" + (
         f": {snippet}" if snippet else ""

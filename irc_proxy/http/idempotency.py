@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.errors import BadRequest, ServiceUnavailable
 from irc_proxy.http import parsing
-from irc_proxy.http.errors import error_response
+from irc_proxy.http.errors import response_for
 from irc_proxy.http.routes import OPERATIONS
 from irc_proxy.metrics import IDEMPOTENT_REPLAYS
 
@@ -128,16 +128,14 @@ class Idempotency:
         request = Request(scope)
         text = key.decode("latin-1").strip()
         if not _UUID.match(text):
-            await error_response(request, 400, "BadRequestException", "Idempotency-Key must be a UUID")(
-                scope, receive, send
-            )
+            await response_for(request, BadRequest("Idempotency-Key must be a UUID"))(scope, receive, send)
             return
         body = await read_body(receive)
         principal = parsing.context(Request(scope)).principal
         try:
             claim = await store.claim(principal, text.lower(), fingerprint(scope, body), WAIT_SECONDS)
         except ServiceUnavailable as exc:
-            await error_response(request, 503, "ServiceUnavailableException", exc.message)(scope, receive, send)
+            await response_for(request, exc)(scope, receive, send)
             return
         if claim.state == "claimed":
             await self._run(scope, receive, send, body, _Owned(store, principal, text.lower(), claim.owner))
@@ -153,13 +151,9 @@ class Idempotency:
             await send({"type": "http.response.body", "body": claim.body})
             return
         if claim.state == "mismatch":
-            response = error_response(
-                request, 400, "BadRequestException", "Idempotency-Key was already used for a different request"
-            )
+            response = response_for(request, BadRequest("Idempotency-Key was already used for a different request"))
         else:
-            response = error_response(
-                request, 503, "ServiceUnavailableException", "A request with this Idempotency-Key is still running"
-            )
+            response = response_for(request, ServiceUnavailable("A request with this Idempotency-Key is still running"))
             response.headers["Retry-After"] = "1"
         await response(request.scope, request.receive, send)
 

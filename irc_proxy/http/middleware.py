@@ -14,13 +14,13 @@ import uuid
 from urllib.parse import quote
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from irc_proxy.errors import PayloadTooLarge
 from irc_proxy.handling.context import RequestContext
 from irc_proxy.http.audit import submit_record
-from irc_proxy.http.errors import error_response
+from irc_proxy.http.errors import response_for
 from irc_proxy.http.metrics import observe
 from irc_proxy.http.parsing import CONTEXT
 from irc_proxy.logs import REQUEST_ID
@@ -134,13 +134,6 @@ class Edge:
                 )
 
 
-class BodyTooLarge(HTTPException):
-    """The request body exceeds ``server.max_body_bytes``: 413 (an HTTPException, so handlers answer it too)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"Request body is larger than the limit of {limit} bytes")
-
-
 class BodyLimit:
     """Refuse request bodies over ``limit`` bytes with 413 RequestEntityTooLargeException.
 
@@ -178,7 +171,7 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.limit:
-                raise BodyTooLarge(self.limit)
+                raise self._too_large()
             return message
 
         async def noting_send(message: Message) -> None:
@@ -188,14 +181,16 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited_receive, noting_send)
-        except BodyTooLarge:
+        except PayloadTooLarge:
             if started:
                 raise
             await self._refuse(scope, receive, send)
 
+    def _too_large(self) -> PayloadTooLarge:
+        return PayloadTooLarge(f"Request body is larger than the limit of {self.limit} bytes")
+
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        exc = BodyTooLarge(self.limit)
-        response = error_response(Request(scope), 413, "RequestEntityTooLargeException", str(exc.detail))
+        response = response_for(Request(scope), self._too_large())
         response.headers["Connection"] = "close"
         await response(scope, receive, send)
 

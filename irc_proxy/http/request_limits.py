@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from irc_proxy.errors import BadRequest
+from irc_proxy.errors import BadRequest, PayloadTooLarge
 
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 _STEP = [0] * 256
@@ -27,12 +26,12 @@ _STEP[ord("]")] = _STEP[ord("}")] = -1
 _CHUNK = 1 << 20  # brackets counted per step; between steps other threads (the event loop) get the GIL
 
 
-class TooManyEntries(HTTPException):
-    """A commit carries more updates or requirements than the server applies at once: 413, the
-    RequestEntityTooLargeException of a body over ``server.max_body_bytes``."""
+class TooManyEntries(PayloadTooLarge):
+    """A commit carries more updates or requirements than the server applies at once: answered like a
+    body over ``server.max_body_bytes``."""
 
     def __init__(self, what: str, count: int, limit: int) -> None:
-        super().__init__(413, f"Too many {what} in one commit: {count} (the limit is {limit})")
+        super().__init__(f"Too many {what} in one commit: {count} (the limit is {limit})")
 
 
 def _brackets(raw: bytes) -> bytes:

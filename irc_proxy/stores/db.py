@@ -12,11 +12,12 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect, text
 
 from irc_proxy.dberrors import database_errors
+from irc_proxy.errors import StartupError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-class SchemaOutOfDate(Exception):
+class SchemaOutOfDate(StartupError):
     """The database schema is older (or newer) than this version of irc-proxy expects."""
 
 

@@ -25,30 +25,11 @@ from irc_proxy.backends.rest.upstream import RestUpstream
 from irc_proxy.masking import mask_url
 from irc_proxy.settings import RestCatalogSettings
 
-_BY_TYPE: dict[str, type[errors.CatalogError]] = {
-    "NoSuchNamespaceException": errors.NoSuchNamespace,
-    "NoSuchTableException": errors.NoSuchTable,
-    "NoSuchViewException": errors.NoSuchView,
-    "AlreadyExistsException": errors.AlreadyExists,
-    "NamespaceNotEmptyException": errors.NamespaceNotEmpty,
-    "CommitFailedException": errors.CommitFailed,
-    "IllegalArgumentException": errors.InvalidArgument,
-    "UnsupportedOperationException": errors.Unsupported,
-}
-_BY_STATUS: dict[int, type[errors.CatalogError]] = {
-    400: errors.BadRequest,
-    401: errors.NotAuthenticated,
-    403: errors.Forbidden,
-    404: errors.NotFound,
-    406: errors.Unsupported,
-    409: errors.AlreadyExists,
-    422: errors.Unprocessable,
-}
 NS = "namespaces/{namespace}"
 
 
 def upstream_error(response: httpx.Response) -> errors.CatalogError:
-    """The domain error for an upstream error answer (its type first, then its status)."""
+    """The domain error for an upstream error answer (``errors.for_answer``: its type first, then its status)."""
     message, type_name = f"Upstream answered {response.status_code}", ""
     try:
         error = response.json().get("error")
@@ -56,7 +37,7 @@ def upstream_error(response: httpx.Response) -> errors.CatalogError:
             message, type_name = str(error.get("message", message)), str(error.get("type", ""))
     except (ValueError, AttributeError):
         pass
-    cls = _BY_TYPE.get(type_name) or _BY_STATUS.get(response.status_code) or errors.ServiceUnavailable
+    cls = errors.for_answer(response.status_code, type_name) or errors.ServiceUnavailable
     return cls(message)
 
 
