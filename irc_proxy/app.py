@@ -16,6 +16,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from irc_proxy.audit import Auditor
+from irc_proxy.backends.base import Capability
 from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
@@ -102,7 +103,7 @@ def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:
     return [
         asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run()))
         for catalog in catalogs.all()
-        if catalog.remote is None  # a REST catalog's tables live upstream
+        if not catalog.supports(Capability.FORWARDING)  # a remote catalog's tables live upstream
     ]
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
+
+if TYPE_CHECKING:
+    from irc_proxy.backends.rest.upstream import RestUpstream
 
 Properties = dict[str, str]
 
@@ -27,6 +30,8 @@ class Capability(enum.Enum):
     """``swap_table_pointers`` applies several swaps atomically."""
     ENGINE_VIEWS = "engine-views"
     """The backend holds views written by other engines and serves them read-only (``EngineViewSource``)."""
+    FORWARDING = "forwarding"
+    """The catalog stands for a remote catalog: its operations are forwarded there (``Forwarding``)."""
 
 
 @dataclass(frozen=True)
@@ -139,4 +144,21 @@ def engine_views(backend: Backend) -> EngineViewSource | None:
     """The backend's engine views when it advertises ``ENGINE_VIEWS``, else None."""
     if Capability.ENGINE_VIEWS in backend.capabilities:
         return cast(EngineViewSource, backend)
+    return None
+
+
+class Forwarding(Protocol):
+    """The optional part of a backend that advertises ``Capability.FORWARDING``."""
+
+    upstream: RestUpstream
+    """The remote catalog: what it serves (its ``/v1/config``) and the pooled client that reaches it."""
+
+    def use_separator(self, separator: str) -> None:
+        """The catalog's namespace separator, for flat names <-> upstream levels."""
+
+
+def forwarding(backend: Backend) -> Forwarding | None:
+    """The backend's remote catalog when it advertises ``FORWARDING``, else None."""
+    if Capability.FORWARDING in backend.capabilities:
+        return cast(Forwarding, backend)
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from irc_proxy.backends.base import Backend, Capability, engine_views
+from irc_proxy.backends.base import Backend, Capability, engine_views, forwarding
 from irc_proxy.backends.rest import RestUpstream
 from irc_proxy.errors import CatalogError, NoSuchWarehouse, Unsupported
 from irc_proxy.handling.locations import StorageLocations
@@ -13,7 +13,8 @@ from irc_proxy.handling.metadata import MetadataCache, MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import NamespaceCodec
 from irc_proxy.handling.occupancy import Occupancy
-from irc_proxy.handling.remote import Federated
+from irc_proxy.handling.remote import ForwardedServing
+from irc_proxy.handling.serving import ServedHere, Serving
 from irc_proxy.handling.storage import CatalogStorage, files_exist
 from irc_proxy.handling.storage_reads import ReadLimits
 from irc_proxy.handling.tables import Tables
@@ -33,10 +34,12 @@ class Catalog:
     namespaces: Namespaces
     tables: Tables
     views: Views | None
+    serving: Serving
+    """Where each operation runs (here, or forwarded to a remote catalog) and what ``/v1/config`` says."""
     vending: Vending | None = None
     """Storage access delegation (vended credentials, remote signing); None when not configured."""
-    remote: RestUpstream | None = None
-    """The remote REST catalog this prefix is federated to (``kind = "rest"``); None for the others."""
+    upstream: RestUpstream | None = None
+    """The remote catalog that operations placed ``FORWARDED`` go to (None when nothing is forwarded)."""
 
     @classmethod
     def build(
@@ -59,10 +62,10 @@ class Catalog:
         without a location store, live tables' storage is not kept apart.
         """
         codec = NamespaceCodec(separator)
-        remote = None
-        if isinstance(backend, Federated):  # a remote REST catalog: tables are forwarded to it
-            backend.use_separator(separator)
-            remote = backend.upstream
+        upstream = None
+        if (remote := forwarding(backend)) is not None:  # a remote REST catalog: tables are forwarded to it
+            remote.use_separator(separator)
+            upstream = remote.upstream
         index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
         locations = StorageLocations(name, allowed_locations or [backend.warehouse])
         occupancy = Occupancy(name, location_store, allow_overlap)
@@ -90,7 +93,12 @@ class Catalog:
         if view_store is not None:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)
             occupancy.live["view"] = views.live_paths
-        return cls(name, backend, codec, namespaces, tables, views, vending, remote)
+        serving: Serving = (
+            ServedHere(views is not None, vending is not None)
+            if upstream is None
+            else ForwardedServing(upstream, views is not None)
+        )
+        return cls(name, backend, codec, namespaces, tables, views, serving, vending, upstream)
 
     def require_views(self) -> Views:
         if self.views is None:
@@ -99,11 +107,6 @@ class Catalog:
 
     def supports(self, capability: Capability) -> bool:
         return capability in self.backend.capabilities
-
-    @property
-    def supports_transactions(self) -> bool:
-        """Whether ``transactions/commit`` (atomic multi-table commits) is served."""
-        return self.supports(Capability.MULTI_TABLE_COMMIT)
 
 
 class Catalogs:

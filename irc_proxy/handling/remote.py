@@ -3,24 +3,25 @@ says, and the identifier rewriting of the ``:`` mapping. No HTTP here.
 
 Where an operation runs (``placement``):
 
-* views, when the upstream advertises no view endpoint: LOCAL (the proxy's view store);
-* namespaces, with ``mapped_namespaces``: LOCAL (nested levels joined into one upstream name,
+* views, when the upstream advertises no view endpoint: SERVED (the proxy's view store);
+* namespaces, with ``mapped_namespaces``: SERVED (nested levels joined into one upstream name,
   served by ``Namespaces`` over the ``RestBackend``), if the upstream has the matching endpoint;
-* anything else the upstream advertises: FORWARD (a HEAD it lacks is forwarded as a GET);
+* anything else the upstream advertises: FORWARDED (a HEAD it lacks is forwarded as a GET);
 * the rest: not served (not advertised either).
 """
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from irc_proxy.backends.rest import CALLER_AUTHORIZATION, REQUEST_ID, RestUpstream, UpstreamConfig
 from irc_proxy.errors import BadRequest
+from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import NamespaceCodec
+from irc_proxy.handling.serving import Placement, is_view
 
 NS = "/v1/{prefix}/namespaces/{namespace}"
 NAMESPACE_TEMPLATES = frozenset({"/v1/{prefix}/namespaces", NS, NS + "/properties"})
@@ -37,21 +38,6 @@ _PRIVATE_KEYS = frozenset(
 )
 
 
-@runtime_checkable
-class Federated(Protocol):
-    """A backend that stands for a remote REST catalog (``RestBackend``, possibly wrapped)."""
-
-    upstream: RestUpstream
-
-    def use_separator(self, separator: str) -> None:
-        """The catalog's namespace separator, for flat names <-> upstream levels."""
-
-
-class Placement(enum.Enum):
-    FORWARD = "forward"
-    LOCAL = "local"
-
-
 @contextmanager
 def calling(authorization: str | None, request_id: str | None) -> Iterator[None]:
     """Upstream calls made inside carry ``request_id`` and may use the caller's ``authorization``."""
@@ -63,21 +49,17 @@ def calling(authorization: str | None, request_id: str | None) -> Iterator[None]
         REQUEST_ID.reset(id_token)
 
 
-def is_view(template: str) -> bool:
-    return "/views" in template or template.endswith("/register-view")
-
-
 def placement(config: UpstreamConfig, endpoint: str, mapped: bool, has_view_store: bool) -> Placement | None:
     """Where ``endpoint`` (``"<VERB> <template>"``) runs for this prefix; None: not served."""
     method, template = endpoint.split(" ", 1)
     if is_view(template) and not config.serves_views:
-        return Placement.LOCAL if has_view_store else None
+        return Placement.SERVED if has_view_store else None
     as_get = f"GET {template}"
     if template in NAMESPACE_TEMPLATES and mapped:
         needed = as_get if method == "HEAD" else endpoint
-        return Placement.LOCAL if needed in config.endpoints else None
+        return Placement.SERVED if needed in config.endpoints else None
     if endpoint in config.endpoints or (method == "HEAD" and as_get in config.endpoints):
-        return Placement.FORWARD
+        return Placement.FORWARDED
     return None
 
 
@@ -96,6 +78,25 @@ def client_config(config: UpstreamConfig, prefix: str, endpoints: list[str]) -> 
     if config.idempotency_key_lifetime:
         body["idempotency-key-lifetime"] = config.idempotency_key_lifetime
     return body
+
+
+class ForwardedServing:
+    """The :class:`~irc_proxy.handling.serving.Serving` of a catalog that stands for a remote REST catalog."""
+
+    def __init__(self, upstream: RestUpstream, has_view_store: bool) -> None:
+        self._upstream, self._views = upstream, has_view_store
+
+    async def discover(self, context: RequestContext) -> None:
+        with calling(context.authorization, context.request_id):
+            await self._upstream.config()
+
+    def placement(self, endpoint: str) -> Placement | None:
+        upstream = self._upstream
+        return placement(upstream.discovered, endpoint, upstream.mapped_namespaces, self._views)
+
+    def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
+        """The upstream's config (its idempotency lifetime, not ours), this prefix, the served endpoints."""
+        return client_config(self._upstream.discovered, prefix, endpoints)
 
 
 # The ``:`` mapping on forwarded bodies ---------------------------------------------------------

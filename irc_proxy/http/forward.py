@@ -1,8 +1,8 @@
 """Pass-through of catalog requests to a remote REST catalog (``kind = "rest"``).
 
 Everything before the handler (routing, audit, authentication, authorization) runs as for any
-catalog; then ``run`` either calls the proxy's own handler (views kept here, mapped namespaces)
-or forwards the request. Forwarding rewrites only the path (``{prefix}`` -> the upstream's
+catalog; operations the catalog places ``FORWARDED`` (``handling.remote.ForwardedServing``) come
+here instead of to a handler. Forwarding rewrites only the path (``{prefix}`` -> the upstream's
 prefix, the namespace segment re-encoded as the upstream expects) and passes the query string
 and the body bytes unchanged; the ``:`` mapping also rewrites identifiers in renames, commits
 and listings. Request headers pass through from a short list; ``Authorization`` only with
@@ -13,7 +13,6 @@ unchanged; an error body that is not the spec's shape is wrapped into it (same s
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from urllib.parse import quote
 
@@ -28,7 +27,6 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.http import access, listing_tokens, parsing
 from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
 
-Handler = Callable[[Request], Awaitable[Response]]
 PASSED_REQUEST_HEADERS = frozenset(
     {
         "accept",
@@ -51,28 +49,15 @@ def _calling(request: Request) -> AbstractContextManager[None]:
     return remote.calling(context.authorization or request.headers.get("authorization"), context.request_id)
 
 
-async def discover(request: Request, catalog: Catalog) -> None:
-    """Learn what the upstream serves (its ``/v1/config``), once; with the caller's token if forwarded."""
-    assert catalog.remote is not None
+async def run(request: Request, catalog: Catalog, endpoint: str) -> Response:
+    """Forward one operation (placed ``FORWARDED`` by the catalog's serving) to the remote catalog."""
     with _calling(request):
-        await catalog.remote.config()
-
-
-async def run(request: Request, catalog: Catalog, method: str, template: str, handler: Handler) -> Response:
-    """Serve one operation of a remote catalog: with the proxy's handler, or upstream."""
-    upstream = catalog.remote
-    assert upstream is not None
-    endpoint = f"{method} {template}"
-    with _calling(request):
-        where = remote.placement(upstream.discovered, endpoint, upstream.mapped_namespaces, catalog.views is not None)
-        if where is remote.Placement.LOCAL:
-            return await handler(request)
         return await _forward(request, catalog, endpoint)
 
 
 def _namespace_segment(request: Request, catalog: Catalog) -> str:
     namespace = parsing.namespace_param(request)
-    if catalog.remote is not None and catalog.remote.mapped_namespaces:
+    if catalog.upstream is not None and catalog.upstream.mapped_namespaces:
         return quote(catalog.codec.to_flat(namespace), safe="")
     return "%1F".join(quote(level, safe="") for level in namespace)
 
@@ -89,8 +74,8 @@ def upstream_tail(request: Request, catalog: Catalog, template: str) -> str:
 
 
 async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Response:
-    upstream = catalog.remote
-    assert upstream is not None
+    upstream = catalog.upstream
+    assert upstream is not None, "only a catalog with an upstream places operations FORWARDED"
     method, template = endpoint.split(" ", 1)
     mapped = upstream.mapped_namespaces
     content = await request.body()

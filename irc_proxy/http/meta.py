@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling import remote
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.http import access, forward, parsing
+from irc_proxy.http import access, parsing
 from irc_proxy.http.responses import json_response
 from irc_proxy.http.routes import endpoints_for
 
@@ -37,14 +35,10 @@ async def get_config(request: Request) -> Response:
     audit.params = {"prefix": catalog.name}
     if access.authorizer(request).enabled:
         await access.uses_catalog(request, catalog.name)
-    if catalog.remote is not None:  # federated: the upstream's config, this prefix, the served endpoints
-        await forward.discover(request, catalog)
-        return json_response(remote.client_config(catalog.remote.discovered, catalog.name, endpoints_for(catalog)))
-    body: dict[str, Any] = {"defaults": {}, "overrides": {"prefix": catalog.name}, "endpoints": endpoints_for(catalog)}
+    await catalog.serving.discover(parsing.context(request))
     lifetime: timedelta = request.state.settings.server.idempotency_key_lifetime
-    if lifetime:
-        body["idempotency-key-lifetime"] = iso_duration(lifetime)
-    return json_response(body)
+    advertised = iso_duration(lifetime) if lifetime else None
+    return json_response(catalog.serving.client_config(catalog.name, endpoints_for(catalog), advertised))
 
 
 def iso_duration(value: timedelta) -> str:

@@ -18,10 +18,10 @@ from starlette.routing import BaseRoute, Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import Unsupported
-from irc_proxy.handling import remote
 from irc_proxy.handling.authz import Privilege as P
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.serving import Placement
 from irc_proxy.http import access, credentials, forward, namespaces, parsing, tables, views
 from irc_proxy.http.access import Authorize, on_namespace, on_table, on_view
 from irc_proxy.http.parsing import catalog
@@ -34,8 +34,6 @@ class Operation:
     method: str
     template: str
     handler: Endpoint
-    needs: Callable[[Catalog], bool] | None = None
-    """A catalog serves this operation only if ``needs(catalog)``."""
     authorize: Authorize = access.admin_only
     """The privilege check run before the handler (administrators only unless an operation says otherwise)."""
 
@@ -57,14 +55,6 @@ TABLE = NS + "/tables/{table}"
 VIEW = NS + "/views/{view}"
 
 
-def _views(catalog: Catalog) -> bool:
-    return catalog.views is not None
-
-
-def _vending(catalog: Catalog) -> bool:
-    return catalog.vending is not None
-
-
 OPERATIONS: list[Operation] = [
     Operation("GET", "/v1/{prefix}/namespaces", namespaces.list_namespaces, authorize=access.list_namespaces),
     Operation("POST", "/v1/{prefix}/namespaces", namespaces.create_namespace, authorize=access.create_namespace),
@@ -81,8 +71,8 @@ OPERATIONS: list[Operation] = [
     Operation("DELETE", TABLE, tables.drop_table, authorize=on_table(P.TABLE_DROP)),
     Operation("POST", TABLE + "/unregister", tables.unregister_table, authorize=on_table(P.TABLE_DROP)),
     Operation("POST", TABLE + "/metrics", tables.report_metrics, authorize=on_table(P.TABLE_READ)),
-    Operation("GET", TABLE + "/credentials", credentials.load_credentials, _vending, on_table(P.TABLE_READ)),
-    Operation("POST", TABLE + "/sign", credentials.sign_request, _vending, on_table(P.TABLE_READ)),
+    Operation("GET", TABLE + "/credentials", credentials.load_credentials, authorize=on_table(P.TABLE_READ)),
+    Operation("POST", TABLE + "/sign", credentials.sign_request, authorize=on_table(P.TABLE_READ)),
     Operation(
         "POST",
         "/v1/{prefix}/tables/rename",
@@ -92,29 +82,25 @@ OPERATIONS: list[Operation] = [
     Operation(
         "POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, authorize=access.commit_transaction
     ),
-    Operation("GET", NS + "/views", views.list_views, _views, access.list_views),
-    Operation("POST", NS + "/views", views.create_view, _views, on_namespace(P.VIEW_CREATE)),
-    Operation("GET", VIEW, views.load_view, _views, on_view(P.VIEW_READ)),
-    Operation("HEAD", VIEW, views.view_exists, _views, access.existence(SecurableType.VIEW)),
-    Operation("POST", VIEW, views.replace_view, _views, on_view(P.VIEW_REPLACE)),
-    Operation("DELETE", VIEW, views.drop_view, _views, on_view(P.VIEW_DROP)),
+    Operation("GET", NS + "/views", views.list_views, authorize=access.list_views),
+    Operation("POST", NS + "/views", views.create_view, authorize=on_namespace(P.VIEW_CREATE)),
+    Operation("GET", VIEW, views.load_view, authorize=on_view(P.VIEW_READ)),
+    Operation("HEAD", VIEW, views.view_exists, authorize=access.existence(SecurableType.VIEW)),
+    Operation("POST", VIEW, views.replace_view, authorize=on_view(P.VIEW_REPLACE)),
+    Operation("DELETE", VIEW, views.drop_view, authorize=on_view(P.VIEW_DROP)),
     Operation(
         "POST",
         "/v1/{prefix}/views/rename",
         views.rename_view,
-        _views,
-        access.renaming(P.VIEW_DROP, P.VIEW_CREATE, SecurableType.VIEW),
+        authorize=access.renaming(P.VIEW_DROP, P.VIEW_CREATE, SecurableType.VIEW),
     ),
-    Operation("POST", NS + "/register-view", views.register_view, _views, on_namespace(P.VIEW_CREATE)),
+    Operation("POST", NS + "/register-view", views.register_view, authorize=on_namespace(P.VIEW_CREATE)),
 ]
 
 
 def serves(catalog: Catalog, op: Operation) -> bool:
-    """Whether the catalog serves ``op``; for a remote catalog, what its upstream serves decides."""
-    if (upstream := catalog.remote) is not None:
-        views = catalog.views is not None
-        return remote.placement(upstream.discovered, op.endpoint, upstream.mapped_namespaces, views) is not None
-    return op.needs is None or op.needs(catalog)
+    """Whether the catalog serves ``op`` (here or forwarded: the catalog's ``serving`` decides)."""
+    return catalog.serving.placement(op.endpoint) is not None
 
 
 def endpoints_for(catalog: Catalog) -> list[str]:
@@ -129,14 +115,14 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
             raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
         parsing.context(request).audit.name(operation.operation_id, request.path_params)
         target = catalog(request)
-        if target.remote is not None:
-            await forward.discover(request, target)  # learns what the upstream serves (once)
-        if not serves(target, operation):
+        await target.serving.discover(parsing.context(request))  # a remote catalog: what it serves (once)
+        placement = target.serving.placement(operation.endpoint)
+        if placement is None:
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
         if access.authorizer(request).enabled:
             await operation.authorize(request)
-        if target.remote is not None:
-            return await forward.run(request, target, operation.method, operation.template, operation.handler)
+        if placement is Placement.FORWARDED:
+            return await forward.run(request, target, operation.endpoint)
         return await operation.handler(request)
 
     return endpoint

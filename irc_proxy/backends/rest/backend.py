@@ -44,7 +44,7 @@ def upstream_error(response: httpx.Response) -> errors.CatalogError:
 class RestBackend:
     """Namespaces and table existence over the upstream (see the module docstring)."""
 
-    capabilities: frozenset[Capability] = frozenset()
+    capabilities: frozenset[Capability] = frozenset({Capability.FORWARDING})
 
     def __init__(self, name: str, settings: RestCatalogSettings) -> None:
         self.upstream = RestUpstream(name, settings)

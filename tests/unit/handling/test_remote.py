@@ -6,7 +6,8 @@ import json
 
 from irc_proxy.backends.rest.upstream import LEGACY_ENDPOINTS, parse_config
 from irc_proxy.handling.naming import NamespaceCodec
-from irc_proxy.handling.remote import Placement, client_config, map_listing, map_request, placement
+from irc_proxy.handling.remote import client_config, map_listing, map_request, placement
+from irc_proxy.handling.serving import Placement
 
 TABLE = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 VIEW = "/v1/{prefix}/namespaces/{namespace}/views/{view}"
@@ -17,19 +18,19 @@ def test_a_config_without_endpoints_means_the_legacy_set_and_no_views() -> None:
     config = parse_config({"defaults": {}, "overrides": {"prefix": "catalogs/123456789012"}})
     assert config.endpoints == LEGACY_ENDPOINTS and config.prefix == "catalogs/123456789012"
     assert not config.serves_views
-    assert placement(config, f"GET {TABLE}", False, True) is Placement.FORWARD
-    assert placement(config, f"HEAD {TABLE}", False, True) is Placement.FORWARD  # forwarded as a GET
-    assert placement(config, f"GET {VIEW}", False, True) is Placement.LOCAL  # the proxy's view store fills the gap
+    assert placement(config, f"GET {TABLE}", False, True) is Placement.FORWARDED
+    assert placement(config, f"HEAD {TABLE}", False, True) is Placement.FORWARDED  # forwarded as a GET
+    assert placement(config, f"GET {VIEW}", False, True) is Placement.SERVED  # the proxy's view store fills the gap
     assert placement(config, f"GET {VIEW}", False, False) is None
     assert placement(config, f"POST {TABLE}/unregister", False, True) is None
 
 
 def test_legacy_view_hint_and_mapped_namespaces() -> None:
     config = parse_config({"defaults": {"view-endpoints-supported": "true"}, "overrides": {}})
-    assert config.serves_views and placement(config, f"GET {VIEW}", False, True) is Placement.FORWARD
-    assert placement(config, f"HEAD {NS}", True, True) is Placement.LOCAL
-    assert placement(config, "POST /v1/{prefix}/namespaces", True, True) is Placement.LOCAL
-    assert placement(config, "POST /v1/{prefix}/namespaces", False, True) is Placement.FORWARD
+    assert config.serves_views and placement(config, f"GET {VIEW}", False, True) is Placement.FORWARDED
+    assert placement(config, f"HEAD {NS}", True, True) is Placement.SERVED
+    assert placement(config, "POST /v1/{prefix}/namespaces", True, True) is Placement.SERVED
+    assert placement(config, "POST /v1/{prefix}/namespaces", False, True) is Placement.FORWARDED
 
 
 def test_client_config_keeps_table_defaults_and_drops_connection_keys() -> None:

@@ -1,0 +1,61 @@
+"""Where a catalog's operations run, and what its ``/v1/config`` advertises.
+
+Each catalog has one :class:`Serving`: served here (local and Glue catalogs: ``ServedHere``) or,
+for a catalog that stands for a remote REST catalog, partly forwarded (``remote.ForwardedServing``).
+The dispatcher asks it for a :class:`Placement` per operation and never asks what the backend is.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Protocol
+
+from irc_proxy.handling.context import RequestContext
+
+VENDING_SUFFIXES = ("/credentials", "/sign")
+
+
+class Placement(enum.Enum):
+    SERVED = "served"
+    """The proxy's own handlers serve it."""
+    FORWARDED = "forwarded"
+    """The request goes to the remote catalog unchanged (but for the path and the ``:`` mapping)."""
+
+
+class Serving(Protocol):
+    async def discover(self, context: RequestContext) -> None:
+        """Learn what the catalog serves (a remote catalog's ``/v1/config``, once); may call the upstream."""
+
+    def placement(self, endpoint: str) -> Placement | None:
+        """Where ``endpoint`` (``"<VERB> <template>"``) runs; None: not served (and not advertised)."""
+
+    def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
+        """The ``/v1/config`` body for this catalog."""
+
+
+def is_view(template: str) -> bool:
+    return "/views" in template or template.endswith("/register-view")
+
+
+class ServedHere:
+    """Every operation served by the proxy; views need a view store, credentials and signing need vending."""
+
+    def __init__(self, views: bool, vending: bool) -> None:
+        self._views, self._vending = views, vending
+
+    async def discover(self, context: RequestContext) -> None:
+        return None
+
+    def placement(self, endpoint: str) -> Placement | None:
+        template = endpoint.split(" ", 1)[1]
+        if is_view(template) and not self._views:
+            return None
+        if template.endswith(VENDING_SUFFIXES) and not self._vending:
+            return None
+        return Placement.SERVED
+
+    def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"defaults": {}, "overrides": {"prefix": prefix}, "endpoints": endpoints}
+        if idempotency_lifetime:
+            body["idempotency-key-lifetime"] = idempotency_lifetime
+        return body
