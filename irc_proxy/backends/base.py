@@ -30,6 +30,8 @@ class Capability(enum.Enum):
     """``swap_table_pointers`` applies several swaps atomically."""
     ENGINE_VIEWS = "engine-views"
     """The backend holds views written by other engines and serves them read-only (``EngineViewSource``)."""
+    TABLE_COMMITS = "table-commits"
+    """The backend moves table pointers itself: creates, commits, drops and renames (``TableCommits``)."""
     FORWARDING = "forwarding"
     """The catalog stands for a remote catalog: its operations are forwarded there (``Forwarding``)."""
 
@@ -117,6 +119,10 @@ class Backend(Protocol):
         Raises NotAnIcebergTable when a table of another format holds the name.
         """
 
+
+class TableCommits(Protocol):
+    """The optional methods of a backend that advertises ``Capability.TABLE_COMMITS``."""
+
     async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
         """Compare-and-swap every pointer, all or nothing; False if any expectation failed.
 
@@ -138,6 +144,13 @@ class EngineViewSource(Protocol):
 
     async def load_engine_view(self, namespace: str, name: str) -> EngineView | None:
         """The engine view ``name``, or None if there is no such view."""
+
+
+def table_commits(backend: Backend) -> TableCommits | None:
+    """The backend's pointer moves when it advertises ``TABLE_COMMITS``, else None."""
+    if Capability.TABLE_COMMITS in backend.capabilities:
+        return cast(TableCommits, backend)
+    return None
 
 
 def engine_views(backend: Backend) -> EngineViewSource | None:

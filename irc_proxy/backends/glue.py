@@ -59,7 +59,7 @@ def table_kind(table: Mapping[str, Any]) -> str:
 class GlueBackend:
     """Backend over the AWS Glue Data Catalog."""
 
-    capabilities = frozenset({Capability.ENGINE_VIEWS})
+    capabilities = frozenset({Capability.TABLE_COMMITS, Capability.ENGINE_VIEWS})
 
     def __init__(self, name: str, settings: GlueCatalogSettings, locks: CommitLocks) -> None:
         self.warehouse = settings.warehouse

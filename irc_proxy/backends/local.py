@@ -61,7 +61,7 @@ POINTER = select(TABLES.c.metadata_location).where(
 class LocalBackend:
     """Backend over pyiceberg's SQL catalog schema."""
 
-    capabilities = frozenset({Capability.MULTI_TABLE_COMMIT})
+    capabilities = frozenset({Capability.TABLE_COMMITS, Capability.MULTI_TABLE_COMMIT})
 
     def __init__(self, catalog_name: str, warehouse: str, database_url: str, threads: ThreadRunner) -> None:
         self.warehouse = warehouse

@@ -11,7 +11,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.table.update import TableRequirement, TableUpdate
 
-from irc_proxy.backends.base import Backend, Capability, PointerSwap
+from irc_proxy.backends.base import Backend, Capability, PointerSwap, TableCommits, table_commits
 from irc_proxy.errors import (
     AlreadyExists,
     BadRequest,
@@ -85,6 +85,7 @@ class Tables:
     ) -> None:
         """``storage`` confines every location a client names and keeps live tables' storage apart."""
         self._backend = backend
+        self._pointer_moves = table_commits(backend)
         self.storage = storage
         self._threads = threads
         self._codec = codec
@@ -93,6 +94,12 @@ class Tables:
         self.files = files
         self._locks = KeyedLocks()
         self._rebase = AppendRebase(backend)
+
+    def _commits(self) -> TableCommits:
+        """The backend's pointer moves; a catalog whose tables a remote catalog commits has none."""
+        if self._pointer_moves is None:
+            raise Unsupported("Tables of this catalog are created, committed and dropped by its remote catalog")
+        return self._pointer_moves
 
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
@@ -197,7 +204,7 @@ class Tables:
         metadata_location = new_metadata_location(metadata, 0)
         try:
             await self.files.write(metadata, metadata_location)
-            created = await self._backend.swap_table_pointers(
+            created = await self._commits().swap_table_pointers(
                 [PointerSwap(flat, ident.name, None, metadata_location, metadata)]
             )
         except BaseException:
@@ -227,7 +234,7 @@ class Tables:
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
         await self.storage.claim(owner, roots, what="Table location")
         try:
-            swapped = await self._backend.swap_table_pointers(
+            swapped = await self._commits().swap_table_pointers(
                 [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
             )
         except BaseException:
@@ -292,7 +299,7 @@ class Tables:
             if isinstance(staged, LoadedTable):
                 return staged
             swap, base, new = staged
-            if await self._backend.swap_table_pointers([swap]):
+            if await self._commits().swap_table_pointers([swap]):
                 await self._committed(swap, base, new)
                 return LoadedTable(swap.new, new)
             COMMIT_RETRIES.inc()
@@ -313,7 +320,7 @@ class Tables:
         for attempt in range(MAX_COMMIT_ATTEMPTS):
             staged = [await self._stage(change) for change in changes]
             swaps = [s for s in staged if not isinstance(s, LoadedTable)]
-            if not swaps or await self._backend.swap_table_pointers([s[0] for s in swaps]):
+            if not swaps or await self._commits().swap_table_pointers([s[0] for s in swaps]):
                 for swap, base, new in swaps:
                     await self._committed(swap, base, new)
                 return
@@ -334,7 +341,7 @@ class Tables:
     async def drop(self, ident: TableIdent, purge: bool) -> None:
         flat = self._codec.to_flat(ident.namespace)
         try:
-            location = await self._backend.drop_table_pointer(flat, ident.name)
+            location = await self._commits().drop_table_pointer(flat, ident.name)
         except NoSuchTable:
             raise no_such_table(ident) from None
         await self.storage.occupancy.forget(table_owner(flat, ident.name))
@@ -357,7 +364,7 @@ class Tables:
         if await self._views.view_exists(target_flat, target.name):
             raise AlreadyExists(f"Cannot rename {source} to {target}. View already exists")
         try:
-            await self._backend.rename_table(source_flat, source.name, target_flat, target.name)
+            await self._commits().rename_table(source_flat, source.name, target_flat, target.name)
         except NoSuchTable:
             raise no_such_table(source) from None
         except AlreadyExists:

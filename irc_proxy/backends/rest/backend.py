@@ -1,7 +1,7 @@
 """The Backend protocol over a remote REST catalog, for what the proxy serves itself on such a prefix.
 
-Tables are committed by the upstream (requests are forwarded at the HTTP layer), so pointer
-swaps, drops and renames are not offered here. What is offered: namespaces (for the ``:``
+Tables are committed by the upstream (requests are forwarded), so this backend does not offer
+``Capability.TABLE_COMMITS`` (pointer swaps, drops, renames). What is offered: namespaces (for the ``:``
 mapping of nested levels onto an upstream without nested namespaces) and table existence (for
 views kept in the proxy's view store when the upstream has none).
 
@@ -20,7 +20,7 @@ import httpx
 from pyiceberg.io import FileIO, load_file_io
 
 from irc_proxy import errors
-from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
+from irc_proxy.backends.base import Capability, Listing, Properties
 from irc_proxy.backends.rest.upstream import RestUpstream
 from irc_proxy.masking import mask_url
 from irc_proxy.settings import RestCatalogSettings
@@ -145,12 +145,3 @@ class RestBackend:
         tail = f"namespaces/{self._segment(namespace)}/tables/{quote(name, safe='')}"
         exists = await self._exists(NS + "/tables/{table}", tail)
         return f"rest+{mask_url(self.upstream.uri)}#{namespace}/{name}" if exists else None
-
-    async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
-        raise errors.Unsupported("Tables of a remote REST catalog are committed by the upstream")
-
-    async def drop_table_pointer(self, namespace: str, name: str) -> str:
-        raise errors.Unsupported("Tables of a remote REST catalog are dropped by the upstream")
-
-    async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
-        raise errors.Unsupported("Tables of a remote REST catalog are renamed by the upstream")
