@@ -22,6 +22,7 @@ from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest, Unsupported
 from irc_proxy.handling import signing
+from irc_proxy.handling.access import Delegation
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.vending import Vending, table_locations
@@ -69,7 +70,7 @@ def require_vending(catalog: Catalog) -> Vending:
 
 
 async def _writable(request: Request, ident: TableIdent) -> bool:
-    return await access.table_delegation(request, ident) is access.Delegation.READ_WRITE
+    return await access.of(request).table_delegation(ident) is Delegation.READ_WRITE
 
 
 async def table_access(
@@ -85,10 +86,10 @@ async def table_access(
     vending = catalog.vending
     if vending is None or not modes & {VENDED, SIGNING} or not vending.prefixes(locations):
         return {}, {}
-    delegation = await access.optional_delegation(request, ident)
+    delegation = await access.of(request, catalog.name).optional_delegation(ident)
     if delegation is None:
         return {}, {}
-    write = delegation is access.Delegation.READ_WRITE
+    write = delegation is Delegation.READ_WRITE
     path = table_path(catalog, ident)
     if VENDED in modes:
         vended = await vending.vend(ident, locations, write, parsing.principal(request))

@@ -21,10 +21,11 @@ from starlette.responses import Response
 
 from irc_proxy.errors import CommitStateUnknown
 from irc_proxy.handling import remote
+from irc_proxy.handling.access import visible_namespaces, visible_objects
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.http import access, listing_tokens, parsing
+from irc_proxy.http import listing_tokens, parsing
 from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
 
 PASSED_REQUEST_HEADERS = frozenset(
@@ -104,20 +105,21 @@ async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Respons
     if mapped and reply.is_success:
         body = remote.map_listing(endpoint, body, catalog.codec)
     if reply.is_success and parsing.context(request).list_filtered:
-        body = await _filtered_listing(request, template, body)
+        body = _filtered_listing(request, catalog.name, template, body)
     return Response(body, status_code=status, headers=passed)
 
 
-async def _filtered_listing(request: Request, template: str, body: bytes) -> bytes:
-    """An upstream listing cut down to what the caller may see (see ``access.listing``)."""
+def _filtered_listing(request: Request, catalog: str, template: str, body: bytes) -> bytes:
+    """An upstream listing cut down to what the caller may see (``handling.access.Access.listing``)."""
+    context = parsing.context(request)
     listing = json.loads(body)
     if template.endswith("/namespaces"):
-        shown = await access.visible_namespaces(request, [tuple(ns) for ns in listing.get("namespaces") or ()])
+        shown = visible_namespaces(context, catalog, [tuple(ns) for ns in listing.get("namespaces") or ()])
         listing["namespaces"] = [list(ns) for ns in shown]
     else:
         kind = SecurableType.VIEW if template.endswith("/views") else SecurableType.TABLE
         idents = [TableIdent(tuple(i["namespace"]), i["name"]) for i in listing.get("identifiers") or ()]
-        shown_idents = await access.visible_objects(request, idents, kind)
+        shown_idents = visible_objects(context, catalog, idents, kind)
         listing["identifiers"] = [{"namespace": list(i.namespace), "name": i.name} for i in shown_idents]
     listing_tokens.seal_next_token(request, listing)
     return json.dumps(listing).encode()

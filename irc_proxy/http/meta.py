@@ -34,7 +34,7 @@ async def get_config(request: Request) -> Response:
     catalog = _find(request, request.query_params.get("warehouse"))
     audit.params = {"prefix": catalog.name}
     if access.authorizer(request).enabled:
-        await access.uses_catalog(request, catalog.name)
+        await access.of(request, catalog.name).uses_catalog()
     await catalog.serving.discover(parsing.context(request))
     lifetime: timedelta = request.state.settings.server.idempotency_key_lifetime
     advertised = iso_duration(lifetime) if lifetime else None

@@ -5,7 +5,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from irc_proxy.http import access, parsing
+from irc_proxy.handling.access import visible_namespaces
+from irc_proxy.http import parsing
 from irc_proxy.http.bodies import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 from irc_proxy.http.responses import json_response, no_content
 
@@ -13,7 +14,7 @@ from irc_proxy.http.responses import json_response, no_content
 async def list_namespaces(request: Request) -> Response:
     catalog = parsing.catalog(request)
     page = await catalog.namespaces.list(parsing.parent_param(request), parsing.page_param(request))
-    shown = await access.visible_namespaces(request, page.items)
+    shown = visible_namespaces(parsing.context(request), catalog.name, page.items)
     return json_response({"namespaces": [list(ns) for ns in shown], "next-page-token": page.next_token})
 
 

@@ -195,6 +195,7 @@ async def parsed_body(request: Request, parse: Callable[[Any], R]) -> R:
 
 
 _JSON = "irc_proxy.json_body"
+_MODELS = "irc_proxy.body_models"
 _MISSING = object()
 
 
@@ -203,8 +204,24 @@ async def json_body(request: Request) -> Any:
 
 
 async def body_model(request: Request, model: type[M]) -> M:
-    """Parse the JSON body into ``model``; any problem is a 400 naming the field."""
-    return await parsed_body(request, functools.partial(validate_model, model))
+    """Parse the JSON body into ``model``; any problem is a 400 naming the field.
+
+    Parsed once per request: the authorization step and the handler read the same model.
+    """
+    models: dict[type[BaseModel], BaseModel] = request.scope.setdefault(_MODELS, {})
+    found = models.get(model)
+    if found is None:
+        found = models[model] = await parsed_body(request, functools.partial(validate_model, model))
+    assert isinstance(found, model)
+    return found
+
+
+async def off_loop(request: Request, work: Callable[[], R]) -> R:
+    """``work()`` on the event loop for a small body, in the shared worker pool for a large one."""
+    if len(await request.body()) <= INLINE_BODY_BYTES:
+        return work()
+    threads: ThreadRunner = request.state.threads
+    return await threads.run(work)
 
 
 def validate_model(model: type[M], data: Any) -> M:

@@ -1,7 +1,8 @@
 """The route table: every operation the server implements, with its spec path template.
 
 The same table drives routing (with and without ``{prefix}``) and the ``endpoints`` list that
-``/v1/config`` advertises for each catalog, so what is advertised is exactly what is served.
+``/v1/config`` advertises for each catalog, so what is advertised is exactly what is served. Each
+operation's authorization rule is found by its operationId in ``irc_proxy.handling.policy``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ from starlette.routing import BaseRoute, Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import Unsupported
-from irc_proxy.handling.authz import Privilege as P
-from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.serving import Placement
 from irc_proxy.http import access, credentials, forward, namespaces, parsing, tables, views
-from irc_proxy.http.access import Authorize, on_namespace, on_table, on_view
 from irc_proxy.http.parsing import catalog
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -34,8 +32,6 @@ class Operation:
     method: str
     template: str
     handler: Endpoint
-    authorize: Authorize = access.admin_only
-    """The privilege check run before the handler (administrators only unless an operation says otherwise)."""
 
     @property
     def endpoint(self) -> str:
@@ -56,45 +52,33 @@ VIEW = NS + "/views/{view}"
 
 
 OPERATIONS: list[Operation] = [
-    Operation("GET", "/v1/{prefix}/namespaces", namespaces.list_namespaces, authorize=access.list_namespaces),
-    Operation("POST", "/v1/{prefix}/namespaces", namespaces.create_namespace, authorize=access.create_namespace),
-    Operation("GET", NS, namespaces.load_namespace, authorize=on_namespace(P.NAMESPACE_USE)),
-    Operation("HEAD", NS, namespaces.namespace_exists, authorize=access.existence(SecurableType.NAMESPACE)),
-    Operation("DELETE", NS, namespaces.drop_namespace, authorize=on_namespace(P.NAMESPACE_DROP)),
-    Operation("POST", NS + "/properties", namespaces.update_properties, authorize=on_namespace(P.NAMESPACE_PROPERTIES)),
-    Operation("GET", NS + "/tables", tables.list_tables, authorize=access.list_tables),
-    Operation("POST", NS + "/tables", tables.create_table, authorize=on_namespace(P.TABLE_CREATE)),
-    Operation("POST", NS + "/register", tables.register_table, authorize=access.register_table),
-    Operation("GET", TABLE, tables.load_table, authorize=on_table(P.TABLE_READ)),
-    Operation("HEAD", TABLE, tables.table_exists, authorize=access.existence(SecurableType.TABLE)),
-    Operation("POST", TABLE, tables.commit_table, authorize=access.commit_table),
-    Operation("DELETE", TABLE, tables.drop_table, authorize=on_table(P.TABLE_DROP)),
-    Operation("POST", TABLE + "/unregister", tables.unregister_table, authorize=on_table(P.TABLE_DROP)),
-    Operation("POST", TABLE + "/metrics", tables.report_metrics, authorize=on_table(P.TABLE_READ)),
-    Operation("GET", TABLE + "/credentials", credentials.load_credentials, authorize=on_table(P.TABLE_READ)),
-    Operation("POST", TABLE + "/sign", credentials.sign_request, authorize=on_table(P.TABLE_READ)),
-    Operation(
-        "POST",
-        "/v1/{prefix}/tables/rename",
-        tables.rename_table,
-        authorize=access.renaming(P.TABLE_DROP, P.TABLE_CREATE, SecurableType.TABLE),
-    ),
-    Operation(
-        "POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, authorize=access.commit_transaction
-    ),
-    Operation("GET", NS + "/views", views.list_views, authorize=access.list_views),
-    Operation("POST", NS + "/views", views.create_view, authorize=on_namespace(P.VIEW_CREATE)),
-    Operation("GET", VIEW, views.load_view, authorize=on_view(P.VIEW_READ)),
-    Operation("HEAD", VIEW, views.view_exists, authorize=access.existence(SecurableType.VIEW)),
-    Operation("POST", VIEW, views.replace_view, authorize=on_view(P.VIEW_REPLACE)),
-    Operation("DELETE", VIEW, views.drop_view, authorize=on_view(P.VIEW_DROP)),
-    Operation(
-        "POST",
-        "/v1/{prefix}/views/rename",
-        views.rename_view,
-        authorize=access.renaming(P.VIEW_DROP, P.VIEW_CREATE, SecurableType.VIEW),
-    ),
-    Operation("POST", NS + "/register-view", views.register_view, authorize=on_namespace(P.VIEW_CREATE)),
+    Operation("GET", "/v1/{prefix}/namespaces", namespaces.list_namespaces),
+    Operation("POST", "/v1/{prefix}/namespaces", namespaces.create_namespace),
+    Operation("GET", NS, namespaces.load_namespace),
+    Operation("HEAD", NS, namespaces.namespace_exists),
+    Operation("DELETE", NS, namespaces.drop_namespace),
+    Operation("POST", NS + "/properties", namespaces.update_properties),
+    Operation("GET", NS + "/tables", tables.list_tables),
+    Operation("POST", NS + "/tables", tables.create_table),
+    Operation("POST", NS + "/register", tables.register_table),
+    Operation("GET", TABLE, tables.load_table),
+    Operation("HEAD", TABLE, tables.table_exists),
+    Operation("POST", TABLE, tables.commit_table),
+    Operation("DELETE", TABLE, tables.drop_table),
+    Operation("POST", TABLE + "/unregister", tables.unregister_table),
+    Operation("POST", TABLE + "/metrics", tables.report_metrics),
+    Operation("GET", TABLE + "/credentials", credentials.load_credentials),
+    Operation("POST", TABLE + "/sign", credentials.sign_request),
+    Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table),
+    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction),
+    Operation("GET", NS + "/views", views.list_views),
+    Operation("POST", NS + "/views", views.create_view),
+    Operation("GET", VIEW, views.load_view),
+    Operation("HEAD", VIEW, views.view_exists),
+    Operation("POST", VIEW, views.replace_view),
+    Operation("DELETE", VIEW, views.drop_view),
+    Operation("POST", "/v1/{prefix}/views/rename", views.rename_view),
+    Operation("POST", NS + "/register-view", views.register_view),
 ]
 
 
@@ -119,8 +103,8 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         placement = target.serving.placement(operation.endpoint)
         if placement is None:
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
-        if access.authorizer(request).enabled:
-            await operation.authorize(request)
+        if access.authorizer(request).enabled:  # the rule of handling/policy.py for this operation
+            await access.authorize(request, operation.operation_id)
         if placement is Placement.FORWARDED:
             return await forward.run(request, target, operation.endpoint)
         return await operation.handler(request)

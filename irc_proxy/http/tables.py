@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import commits
+from irc_proxy.handling.access import visible_objects
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.tables import TableChange, TableCreate
 from irc_proxy.handling.vending import table_locations
-from irc_proxy.http import access, credentials, parsing, responses
+from irc_proxy.http import credentials, parsing, responses
 from irc_proxy.http.bodies import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -47,7 +47,7 @@ def body_ident(body: TableIdentifier) -> TableIdent:
 async def list_tables(request: Request) -> Response:
     catalog = parsing.catalog(request)
     page = await catalog.tables.list(parsing.namespace_param(request), parsing.page_param(request))
-    shown = await access.visible_objects(request, page.items, SecurableType.TABLE)
+    shown = visible_objects(parsing.context(request), catalog.name, page.items, SecurableType.TABLE)
     return json_response({"identifiers": [identifier(t) for t in shown], "next-page-token": page.next_token})
 
 
@@ -112,18 +112,16 @@ def _change(ident: TableIdent, body: CommitTableRequest) -> TableChange:
     return TableChange(ident, commits.parse_requirements(body.requirements), commits.parse_updates(body.updates))
 
 
-def _parse_commit(ident: TableIdent, limits: CommitLimits, data: Any) -> TableChange:
+def _parse_commit(ident: TableIdent, limits: CommitLimits, body: CommitTableRequest) -> TableChange:
     """The body of updateTable as one change (counted before its entries are parsed)."""
-    body = parsing.validate_model(CommitTableRequest, data)
     if body.identifier is not None and body_ident(body.identifier) != ident:
         raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
     limits.check(body.updates, len(body.requirements))
     return _change(ident, body)
 
 
-def _parse_transaction(limits: CommitLimits, data: Any) -> list[TableChange]:
+def _parse_transaction(limits: CommitLimits, body: CommitTransactionRequest) -> list[TableChange]:
     """The body of commitTransaction; the limits apply to all its table changes together."""
-    body = parsing.validate_model(CommitTransactionRequest, data)
     changes = body.table_changes
     limits.check([update for c in changes for update in c.updates], sum(len(c.requirements) for c in changes))
     parsed = []
@@ -137,7 +135,8 @@ def _parse_transaction(limits: CommitLimits, data: Any) -> list[TableChange]:
 async def commit_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
-    change = await parsing.parsed_body(request, partial(_parse_commit, ident, CommitLimits.of(request)))
+    body = await parsing.body_model(request, CommitTableRequest)  # parsed once (authorization read it too)
+    change = await parsing.off_loop(request, partial(_parse_commit, ident, CommitLimits.of(request), body))
     loaded = await catalog.tables.commit(change)
     assert loaded.metadata_location is not None
     body_bytes = await responses.commit_table_body(request, loaded)
@@ -146,7 +145,8 @@ async def commit_table(request: Request) -> Response:
 
 async def commit_transaction(request: Request) -> Response:
     catalog = parsing.catalog(request)
-    changes = await parsing.parsed_body(request, partial(_parse_transaction, CommitLimits.of(request)))
+    body = await parsing.body_model(request, CommitTransactionRequest)
+    changes = await parsing.off_loop(request, partial(_parse_transaction, CommitLimits.of(request), body))
     parsing.audit_object(request, *(change.ident for change in changes))
     await catalog.tables.commit_transaction(changes)
     return no_content()

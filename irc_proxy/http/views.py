@@ -11,10 +11,11 @@ from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import view_commits
+from irc_proxy.handling.access import visible_objects
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.views import LoadedView, ViewCreate
-from irc_proxy.http import access, parsing
+from irc_proxy.http import parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import identifier, json_response, no_content
@@ -30,9 +31,9 @@ def load_view_response(view: LoadedView) -> Response:
 
 
 async def list_views(request: Request) -> Response:
-    views = parsing.catalog(request).require_views()
-    page = await views.list(parsing.namespace_param(request), parsing.page_param(request))
-    shown = await access.visible_objects(request, page.items, SecurableType.VIEW)
+    catalog = parsing.catalog(request)
+    page = await catalog.require_views().list(parsing.namespace_param(request), parsing.page_param(request))
+    shown = visible_objects(parsing.context(request), catalog.name, page.items, SecurableType.VIEW)
     return json_response({"identifiers": [identifier(v) for v in shown], "next-page-token": page.next_token})
 
 
