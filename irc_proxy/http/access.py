@@ -56,7 +56,7 @@ async def _requested(request: Request, operation: str) -> policy.Requested:
     name = next((parsing.name_param(request, key) for key in ("table", "view") if key in params), "")
     facts = _BODY_FACTS.get(operation)
     extra = await facts(request) if facts is not None else {}
-    return policy.Requested(namespace=namespace, name=name, **extra)
+    return policy.Requested(**({"namespace": namespace, "name": name} | extra))
 
 
 async def _create_namespace(request: Request) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.types import DecimalType, ListType, LongType, MapType, StringType, StructType, TimestamptzType
 
-from tests.integration.test_views import create_view, replace, view_url
+from tests.behaviour.test_views import create_view, replace, view_url
 from tests.support.aws import client as aws_client
 from tests.support.aws import glue_catalog_config, moto_server
 from tests.support.rest import assert_error, create_namespace, create_table, ns_path, table_url

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.test_views import VIEW_SCHEMA, create_view, version
+from tests.behaviour.test_views import VIEW_SCHEMA, create_view, version
 from tests.support.postgres import scratch_database
 from tests.support.rest import create_namespace, create_table, table_url
 from tests.support.server import ProxyProcess

@@ -72,3 +72,10 @@ def test_existence_is_answered_to_whoever_may_create_the_object() -> None:
 def test_an_operation_without_a_rule_is_for_administrators() -> None:
     with pytest.raises(Forbidden, match="administrators only"):
         _run(_access(_grant(Privilege.ALL, ("a",))), "someFutureOperation", policy.Requested())
+
+
+def test_register_needs_table_create_and_overwriting_needs_table_write() -> None:
+    creator = _access(_grant(Privilege.TABLE_CREATE, ("a",)))
+    _run(creator, "registerTable", policy.Requested(("a",), "t"))
+    with pytest.raises(Forbidden, match=r"table.write on table lake.a.t"):
+        _run(creator, "registerTable", policy.Requested(("a",), "t", overwrite=True))

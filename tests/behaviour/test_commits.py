@@ -5,6 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tests.support.rest import assert_error, create_namespace, create_table, table_url
 
@@ -102,6 +103,7 @@ def test_remove_statistics_after_remove_snapshots_is_idempotent(client: httpx.Cl
     assert response.status_code == 200, response.text
 
 
+@pytest.mark.needs("multi_table_commit")
 def test_transaction_commits_all_or_nothing(client: httpx.Client, ns_name: str) -> None:
     create_namespace(client, ns_name)
     a = create_table(client, (ns_name,), "a")
@@ -142,3 +144,19 @@ def test_transaction_commits_all_or_nothing(client: httpx.Client, ns_name: str) 
 def test_transaction_without_identifier_is_400(client: httpx.Client) -> None:
     body = {"table-changes": [{"requirements": [], "updates": []}]}
     assert_error(client.post("/v1/local/transactions/commit", json=body), 400, "BadRequestException")
+
+
+@pytest.mark.lacks("multi_table_commit")
+def test_multi_table_transaction_is_refused_without_atomic_commits(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    for name in ("a", "b"):
+        create_table(client, (ns_name,), name)
+    body = {
+        "table-changes": [
+            {"identifier": {"namespace": [ns_name], "name": n}, "requirements": [], "updates": []} for n in ("a", "b")
+        ]
+    }
+    assert_error(client.post("/v1/local/transactions/commit", json=body), 406, "UnsupportedOperationException")
+    single = {"table-changes": body["table-changes"][:1]}
+    single["table-changes"][0]["updates"] = [{"action": "set-properties", "updates": {"k": "v"}}]
+    assert client.post("/v1/local/transactions/commit", json=single).status_code == 204

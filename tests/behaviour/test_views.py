@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import httpx
+import pytest
 import sqlalchemy as sa
 
 from tests.support.rest import SCHEMA, assert_error, create_namespace, create_table, ns_path
@@ -278,6 +279,7 @@ def test_register_view_from_its_metadata_file(client: httpx.Client, ns_name: str
     assert_error(again, 409, "AlreadyExistsException", f"View already exists: {ns_name}.v")
 
 
+@pytest.mark.needs("sqlite_state_file")
 def test_versions_record_who_and_when(client: httpx.Client, ns_name: str, proxy: Any) -> None:
     create_namespace(client, ns_name)
     create_view(client, (ns_name,), "v")
