@@ -20,7 +20,6 @@ from irc_proxy.handling.authz import ANY_CATALOG, Privilege, grant_target
 from irc_proxy.settings import Settings
 from irc_proxy.stores.authz import AuthzStore, StoredGrant
 
-COMMANDS = ("principals", "roles", "grants")
 Action = Callable[[], Coroutine[Any, Any, Any]]
 
 

@@ -180,13 +180,6 @@ class Views:
         ):
             raise no_such_view(ident)
 
-    async def version_audit(self, ident: TableIdent) -> Sequence[tuple[int, str, str]]:
-        try:
-            audit = await self._store.version_audit(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
-        except NoSuchView:
-            raise no_such_view(ident) from None
-        return [(a.version_id, a.created_by, a.created_at) for a in audit]
-
     # Writing ----------------------------------------------------------------------------
     async def _check_free(self, flat: str, ident: TableIdent) -> None:
         if await self._store.exists(self._catalog, flat, ident.name) or await engine_view_exists(

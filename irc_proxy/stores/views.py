@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewVersion
-from sqlalchemy import delete, func, update
+from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -37,13 +37,6 @@ class StoredView:
     metadata: ViewMetadata
     metadata_location: str
     revision: int
-
-
-@dataclass(frozen=True)
-class VersionAudit:
-    version_id: int
-    created_by: str
-    created_at: str
 
 
 class ViewStore(TransactionalStore):
@@ -87,25 +80,6 @@ class ViewStore(TransactionalStore):
                 stmt = stmt.where(col(ViewRow.name) > token)
             names = list(session.execute(stmt.order_by(col(ViewRow.name)).limit(limit + 1)).scalars())
             return names[:limit], (names[limit - 1] if len(names) > limit else None)
-
-        return await self._run(query)
-
-    async def version_audit(self, catalog: str, namespace: str, name: str) -> list[VersionAudit]:
-        """Who created each retained version, and when."""
-
-        def query(session: Session) -> list[VersionAudit]:
-            row = self._row(session, catalog, namespace, name)
-            if row is None:
-                raise NoSuchView(name)
-            stmt = (
-                select(ViewVersionRow)
-                .where(col(ViewVersionRow.view_id) == row.id)
-                .order_by(col(ViewVersionRow.version_id))
-            )
-            return [
-                VersionAudit(v.version_id, v.created_by, v.created_at.isoformat())
-                for v in session.execute(stmt).scalars()
-            ]
 
         return await self._run(query)
 
@@ -198,18 +172,6 @@ class ViewStore(TransactionalStore):
             await self._run(rename)
         except IntegrityError as exc:
             raise AlreadyExists(to_name) from exc
-
-    async def count_versions(self, catalog: str) -> int:
-        def count(session: Session) -> int:
-            stmt = (
-                select(func.count())
-                .select_from(ViewVersionRow)
-                .join(ViewRow, col(ViewRow.id) == col(ViewVersionRow.view_id))
-                .where(col(ViewRow.catalog) == catalog)
-            )
-            return int(session.execute(stmt).scalar_one())
-
-        return await self._run(count)
 
 
 def _column(table: type[object], name: str) -> Any:
