@@ -143,13 +143,13 @@ def signing_keys(settings: AuthSettings, state: Engine) -> list[SigningKey]:
 
 
 def build_authenticator(
-    settings: AuthSettings, state: Engine, store: AuthzStore, threads: ThreadRunner | None = None
+    settings: AuthSettings, state: Engine, store: AuthzStore, threads: ThreadRunner
 ) -> tuple[Authenticator, TokenService | None]:
     """The authenticator of ``auth.mode``, and the token service when the proxy issues tokens itself."""
     if settings.mode == "oauth2":
         keys = signing_keys(settings, state)
         clients = clients_from((c.id, c.secret_hash.get_secret_value(), c.principal, c.roles) for c in settings.clients)
-        failures = LoginFailureStore(state, threads or ThreadRunner(), settings.failed_login_window_seconds)
+        failures = LoginFailureStore(state, threads, settings.failed_login_window_seconds)
         service = TokenService(
             keys[0],
             keys,
@@ -159,7 +159,7 @@ def build_authenticator(
             settings.token_lifetime_seconds,
             settings.max_session_seconds,
             LoginThrottle(failures, settings.max_failed_logins_per_client, settings.max_failed_logins_per_address),
-            HashGate(settings.max_concurrent_hashes, settings.hash_wait_seconds),
+            hashes=HashGate(threads, settings.max_concurrent_hashes, settings.hash_wait_seconds),
         )
         return service, service
     if settings.mode == "oidc":
@@ -197,7 +197,7 @@ def create_app(settings: Settings) -> Starlette:
             admins=settings.auth.admins,
             cache_seconds=settings.auth.grants_cache_seconds,
         )
-        auditor = Auditor.build(settings.audit, state)
+        auditor = Auditor.build(settings.audit, state, threads)
         auditor.start()
         lifetime = settings.server.idempotency_key_lifetime
         idempotency = IdempotencyStore(state, threads, lifetime) if lifetime else None

@@ -23,6 +23,7 @@ from sqlalchemy import Engine, insert
 
 from irc_proxy.settings import AuditSettings, AuditWebhookSettings
 from irc_proxy.stores.tables import AuditRecordRow
+from irc_proxy.threads import ThreadRunner
 
 log = logging.getLogger("irc_proxy")
 audit_log = logging.getLogger("irc_proxy.audit")
@@ -130,16 +131,17 @@ class DatabaseSink(_QueuedSink):
     name = "database"
     linger_seconds = 0.02
 
-    def __init__(self, engine: Engine, queue_size: int, batch_size: int) -> None:
+    def __init__(self, engine: Engine, threads: ThreadRunner, queue_size: int, batch_size: int) -> None:
         super().__init__(queue_size, batch_size)
         self.engine = engine
+        self._threads = threads
 
     def _insert(self, rows: list[dict[str, Any]]) -> None:
         with self.engine.begin() as conn:
             conn.execute(insert(AuditRecordRow), rows)
 
     async def write(self, batch: Sequence[AuditRecord]) -> None:
-        await asyncio.to_thread(self._insert, [dict(vars(record)) for record in batch])  # flat: no asdict copy
+        await self._threads.run(self._insert, [dict(vars(record)) for record in batch])  # flat: no asdict copy
 
 
 def cloudevent(record: AuditRecord) -> dict[str, Any]:
@@ -212,10 +214,10 @@ class Auditor:
         self.sinks = list(sinks)
 
     @classmethod
-    def build(cls, settings: AuditSettings, state: Engine) -> Auditor:
+    def build(cls, settings: AuditSettings, state: Engine, threads: ThreadRunner) -> Auditor:
         sinks: list[_QueuedSink] = []
         if settings.enabled and settings.database:
-            sinks.append(DatabaseSink(state, settings.queue_size, settings.batch_size))
+            sinks.append(DatabaseSink(state, threads, settings.queue_size, settings.batch_size))
         if settings.enabled and settings.webhook.url:
             client = httpx.AsyncClient(timeout=settings.webhook.timeout_seconds)
             sinks.append(WebhookSink(settings.webhook, client))

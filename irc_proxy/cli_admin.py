@@ -19,6 +19,7 @@ from irc_proxy.handling.authn import hash_secret
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, grant_target
 from irc_proxy.settings import Settings
 from irc_proxy.stores.authz import AuthzStore, StoredGrant
+from irc_proxy.threads import ThreadRunner
 
 Action = Callable[[], Coroutine[Any, Any, Any]]
 
@@ -76,7 +77,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     engine = create_state_engine(settings.state.database_url.get_secret_value())
     try:
         ensure_schema(engine, settings.state.auto_upgrade)
-        store = AuthzStore(engine)
+        store = AuthzStore(engine, ThreadRunner(settings.server.blocking_threads))
         action = _ACTIONS[args.command](store, args, settings)
         result = asyncio.run(action())
     except CatalogError as exc:

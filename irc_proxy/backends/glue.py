@@ -61,7 +61,7 @@ class GlueBackend:
 
     capabilities = frozenset({Capability.TABLE_COMMITS, Capability.ENGINE_VIEWS})
 
-    def __init__(self, name: str, settings: GlueCatalogSettings, locks: CommitLocks) -> None:
+    def __init__(self, name: str, settings: GlueCatalogSettings, locks: CommitLocks, threads: ThreadRunner) -> None:
         self.warehouse = settings.warehouse
         self._name = name
         self._settings = settings
@@ -71,7 +71,7 @@ class GlueBackend:
             "glue", endpoint_url=settings.endpoint_url or None, config=client_config(settings)
         )
         self._catalog = {"CatalogId": settings.catalog_id}
-        self._threads = ThreadRunner(settings.max_concurrency)
+        self._threads = threads.limited(settings.max_concurrency)  # the shared pool, bounded per catalog
         self._kinds = {kind.upper() for kind in settings.table_type_filter}
         self._io_lock = Lock()
         self._io: tuple[str, FileIO] | None = None

@@ -27,12 +27,12 @@ def _local(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) 
 
 
 def _glue(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -> Backend:
-    backend: Backend = import_module("irc_proxy.backends.glue").GlueBackend(name, settings, locks)
+    backend: Backend = import_module("irc_proxy.backends.glue").GlueBackend(name, settings, locks, threads)
     return backend
 
 
 def _rest(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) -> Backend:
-    backend: Backend = import_module("irc_proxy.backends.rest").RestBackend(name, settings)
+    backend: Backend = import_module("irc_proxy.backends.rest").RestBackend(name, settings, threads)
     return backend
 
 

@@ -158,9 +158,9 @@ class TokenService:
     lifetime_seconds: int
     max_session_seconds: int = 86_400
     throttle: LoginThrottle | None = None
-    hashes: HashGate = field(default_factory=lambda: HashGate(2, 2.0))
     required: bool = True
     _dummy_hash: str = field(default_factory=lambda: hash_secret(secrets.token_urlsafe(16)))
+    hashes: HashGate = field(kw_only=True)
 
     async def issue(
         self, grant_type: str, client_id: str, client_secret: str, scope: str = "", address: str = ""

@@ -78,9 +78,9 @@ _TOTALS = (
 class AppendRebase:
     """Rewrites a commit's stale blind appends onto the current branch heads (file I/O in threads)."""
 
-    def __init__(self, backend: Backend, threads: ThreadRunner | None = None) -> None:
+    def __init__(self, backend: Backend, threads: ThreadRunner) -> None:
         self._backend = backend
-        self._threads = threads or ThreadRunner(4)
+        self._threads = threads
 
     async def __call__(
         self, base: TableMetadata | None, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]

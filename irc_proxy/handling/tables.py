@@ -93,7 +93,7 @@ class Tables:
         self._views = views
         self.files = files
         self._locks = KeyedLocks()
-        self._rebase = AppendRebase(backend)
+        self._rebase = AppendRebase(backend, threads)
 
     def _commits(self) -> TableCommits:
         """The backend's pointer moves; a catalog whose tables a remote catalog commits has none."""

@@ -69,9 +69,9 @@ class LoginThrottle:
 class HashGate:
     """At most ``max_concurrent`` secret checks at once, each in a worker thread."""
 
-    def __init__(self, max_concurrent: int, wait_seconds: float) -> None:
-        self._slots = asyncio.Semaphore(max_concurrent)
-        self._threads = ThreadRunner(max_concurrent)
+    def __init__(self, threads: ThreadRunner, max_concurrent: int, wait_seconds: float) -> None:
+        self._slots = asyncio.Semaphore(max_concurrent)  # also bounds how many of the pool's threads hash
+        self._threads = threads
         self.wait_seconds = wait_seconds
 
     async def run(self, fn: Callable[[], T]) -> T:

@@ -13,7 +13,6 @@ from typing import Any
 from urllib.parse import unquote
 
 from pydantic import Field, StrictBool, StrictStr
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -26,6 +25,7 @@ from irc_proxy.http.bodies import _Body
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.responses import json_response, no_content
 from irc_proxy.settings import Settings
+from irc_proxy.threads import ThreadRunner
 
 BASE = "/management/v1"
 MAX_NAME = 255
@@ -102,9 +102,10 @@ def _issues_tokens(request: Request) -> bool:
     return settings.auth.mode == "oauth2"
 
 
-async def _new_secret() -> tuple[str, str]:
+async def _new_secret(request: Request) -> tuple[str, str]:
     secret = secrets.token_urlsafe(32)
-    return secret, await run_in_threadpool(hash_secret, secret)
+    threads: ThreadRunner = request.state.threads
+    return secret, await threads.run(hash_secret, secret)
 
 
 def _credentials(name: str, secret: str) -> dict[str, str]:
@@ -128,7 +129,7 @@ async def create_principal(request: Request) -> Response:
     if missing:
         raise BadRequest(f"Roles do not exist: {', '.join(missing)}")
     with_secret = _issues_tokens(request) if body.credentials is None else body.credentials
-    secret, hashed = await _new_secret() if with_secret else (None, None)
+    secret, hashed = await _new_secret(request) if with_secret else (None, None)
     await store.create_principal(name, hashed)
     for role in roles:
         await store.assign(name, role)
@@ -156,7 +157,7 @@ async def delete_principal(request: Request) -> Response:
 async def rotate_credentials(request: Request) -> Response:
     """A new client secret for the principal (the old one stops working); returned once."""
     name = _path_name(request, "principal")
-    secret, hashed = await _new_secret()
+    secret, hashed = await _new_secret(request)
     await access.authorizer(request).store.set_secret(name, hashed)
     _sessions_changed(request, name)  # its tokens are bound to the old secret's hash: they end
     return json_response({"credentials": _credentials(name, secret)}, headers={"Cache-Control": "no-store"})

@@ -7,13 +7,13 @@ from urllib.parse import unquote_plus
 from weakref import WeakKeyDictionary
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import Scope
 
 from irc_proxy.metrics import REQUEST_LATENCY, REQUESTS
+from irc_proxy.threads import ThreadRunner
 
 UNMATCHED = "unmatched"
 _CATALOG_ROOTS = ("/v1/namespaces", "/v1/tables/", "/v1/views/", "/v1/transactions/")
@@ -21,7 +21,8 @@ _CATALOG_ROOTS = ("/v1/namespaces", "/v1/tables/", "/v1/views/", "/v1/transactio
 
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: every metric of this process in the Prometheus text format."""
-    return Response(await run_in_threadpool(generate_latest, REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    threads: ThreadRunner = request.state.threads
+    return Response(await threads.run(generate_latest, REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
 def routed(scope: Scope) -> tuple[str, dict[str, Any]]:

@@ -17,9 +17,9 @@ T = TypeVar("T")
 class TransactionalStore:
     """Base of the stores: ``_run(fn)`` calls ``fn(session)`` inside one transaction, off the event loop."""
 
-    def __init__(self, engine: Engine, threads: ThreadRunner | None = None) -> None:
+    def __init__(self, engine: Engine, threads: ThreadRunner) -> None:
         self._engine = engine
-        self._threads = threads or ThreadRunner()
+        self._threads = threads
 
     async def _run(self, fn: Callable[[Session], T]) -> T:
         return await self._threads.run(self.run_sync, fn)

@@ -30,6 +30,7 @@ from botocore.credentials import Credentials, RefreshableCredentials
 from irc_proxy.backends.aws import session_for
 from irc_proxy.errors import ServiceUnavailable
 from irc_proxy.settings import RestUpstreamAuthSettings
+from irc_proxy.threads import ThreadRunner
 
 CALLER_AUTHORIZATION: ContextVar[str | None] = ContextVar("caller_authorization", default=None)
 """The ``Authorization`` header of the request being served (set by the HTTP layer)."""
@@ -133,7 +134,8 @@ class SigV4:
 
     proxy_credentials = True
 
-    def __init__(self, settings: RestUpstreamAuthSettings) -> None:
+    def __init__(self, settings: RestUpstreamAuthSettings, threads: ThreadRunner) -> None:
+        self._threads = threads
         session = session_for(settings)
         credentials = session.get_credentials()
         if credentials is None:
@@ -145,7 +147,7 @@ class SigV4:
     async def apply(self, request: httpx.Request) -> None:
         credentials = self._credentials
         if isinstance(credentials, RefreshableCredentials) and credentials.refresh_needed():
-            frozen = await asyncio.to_thread(credentials.get_frozen_credentials)
+            frozen = await self._threads.run(credentials.get_frozen_credentials)
         else:
             frozen = credentials.get_frozen_credentials()
         body = request.content
@@ -188,7 +190,10 @@ class CallerToken:
 
 
 def build_auth(
-    settings: RestUpstreamAuthSettings, token_endpoint: Callable[[], str], http: httpx.AsyncClient
+    settings: RestUpstreamAuthSettings,
+    token_endpoint: Callable[[], str],
+    http: httpx.AsyncClient,
+    threads: ThreadRunner,
 ) -> UpstreamAuth:
     """The strategy for ``settings.mode``, wrapped for ``forward_caller_token``."""
     auth: UpstreamAuth
@@ -197,7 +202,7 @@ def build_auth(
     elif settings.mode == "oauth2":
         auth = ClientCredentials(settings, token_endpoint, http)
     elif settings.mode == "sigv4":
-        auth = SigV4(settings)
+        auth = SigV4(settings, threads)
     else:
         auth = NoAuth()
     return CallerToken(auth) if settings.forward_caller_token else auth

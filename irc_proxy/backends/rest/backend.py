@@ -24,6 +24,7 @@ from irc_proxy.backends.base import Capability, Listing, Properties
 from irc_proxy.backends.rest.upstream import RestUpstream
 from irc_proxy.masking import mask_url
 from irc_proxy.settings import RestCatalogSettings
+from irc_proxy.threads import ThreadRunner
 
 NS = "namespaces/{namespace}"
 
@@ -46,8 +47,8 @@ class RestBackend:
 
     capabilities: frozenset[Capability] = frozenset({Capability.FORWARDING})
 
-    def __init__(self, name: str, settings: RestCatalogSettings) -> None:
-        self.upstream = RestUpstream(name, settings)
+    def __init__(self, name: str, settings: RestCatalogSettings, threads: ThreadRunner) -> None:
+        self.upstream = RestUpstream(name, settings, threads)
         self.warehouse = settings.view_warehouse
         self.separator = ":"
         self._io = load_file_io({}, self.warehouse)

@@ -25,6 +25,7 @@ import httpx
 from irc_proxy.backends.rest.auth import build_auth
 from irc_proxy.errors import CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
+from irc_proxy.threads import ThreadRunner
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("upstream_request_id", default=None)
 """The proxy's ``X-Request-Id`` of the request being served, propagated upstream."""
@@ -102,7 +103,7 @@ def _verify(settings: RestCatalogSettings) -> ssl.SSLContext | bool:
 class RestUpstream:
     """One remote REST catalog; one pooled client shared by every request to it."""
 
-    def __init__(self, name: str, settings: RestCatalogSettings) -> None:
+    def __init__(self, name: str, settings: RestCatalogSettings, threads: ThreadRunner) -> None:
         self.name = name
         self.uri = settings.uri.get_secret_value().rstrip("/")
         self.warehouse = settings.warehouse
@@ -128,7 +129,7 @@ class RestUpstream:
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
         # (which the client routes through) they take the client's way.
         self._pool: httpx.AsyncHTTPTransport | None = None if getproxies() else pool
-        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client)
+        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client, threads)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()
 

@@ -11,7 +11,7 @@ from irc_proxy.threads import ThreadRunner
 
 
 def backend(tmp_path: Path) -> LocalBackend:
-    return LocalBackend("local", (tmp_path / "wh").as_uri(), f"sqlite:///{tmp_path / 'catalog.db'}", ThreadRunner())
+    return LocalBackend("local", (tmp_path / "wh").as_uri(), f"sqlite:///{tmp_path / 'catalog.db'}", ThreadRunner(2))
 
 
 def test_pointer_reads_see_every_swap_and_survive_a_broken_fast_connection(tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_pointer_reads_see_every_swap_and_survive_a_broken_fast_connection(tmp_p
 
 
 def test_in_memory_sqlite_has_no_fast_reader() -> None:
-    local = LocalBackend("local", "file:///tmp/wh", "sqlite://", ThreadRunner())
+    local = LocalBackend("local", "file:///tmp/wh", "sqlite://", ThreadRunner(2))
     try:
         assert local._fast_reads is None
     finally:

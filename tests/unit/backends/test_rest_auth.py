@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from irc_proxy.backends.rest.auth import SigV4
 from irc_proxy.backends.rest.upstream import RestUpstream
 from irc_proxy.settings import ConfigError, RestUpstreamAuthSettings, load_settings
+from irc_proxy.threads import ThreadRunner
 
 GLUE = "https://glue.us-east-1.amazonaws.com/iceberg/v1/catalogs/123456789012/namespaces"
 
@@ -28,7 +29,8 @@ def sigv4(signing_name: str = "glue", session_token: str | None = None) -> SigV4
             access_key_id=SecretStr("AKIDEXAMPLE"),
             secret_access_key=SecretStr("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"),
             session_token=SecretStr(session_token) if session_token else None,
-        )
+        ),
+        ThreadRunner(2),
     )
 
 
@@ -69,7 +71,7 @@ def test_sigv4_catalogs_map_nested_namespaces_by_default() -> None:
         }
     )
     catalog = settings.catalogs["glue"]
-    upstream = RestUpstream("glue", catalog)  # type: ignore[arg-type]
+    upstream = RestUpstream("glue", catalog, ThreadRunner(2))  # type: ignore[arg-type]
     try:
         assert upstream.mapped_namespaces
         assert "hush-hush-value" not in repr(catalog)

@@ -77,7 +77,7 @@ def test_throttle_blocks_a_key_after_its_limit_and_leaves_other_keys_alone(tmp_p
 
 def test_hash_gate_refuses_what_cannot_start_within_the_wait() -> None:
     release = threading.Event()
-    gate = HashGate(1, wait_seconds=0.05)
+    gate = HashGate(ThreadRunner(2), 1, wait_seconds=0.05)
 
     async def scenario() -> tuple[bool, str]:
         holder = asyncio.create_task(gate.run(lambda: release.wait(5)))
@@ -92,4 +92,4 @@ def test_hash_gate_refuses_what_cannot_start_within_the_wait() -> None:
 
     held, outcome = asyncio.run(scenario())
     assert held and outcome == "busy"
-    assert asyncio.run(HashGate(1, wait_seconds=0).run(lambda: 42)) == 42
+    assert asyncio.run(HashGate(ThreadRunner(2), 1, wait_seconds=0).run(lambda: 42)) == 42
