@@ -217,6 +217,18 @@ class MetadataFiles:
 
         await self._threads.run(write)
 
+    async def write_file(self, location: str, payload: bytes, properties: dict[str, str]) -> None:
+        """Write a new metadata file of another kind (views); failures are classified as for tables."""
+
+        def write() -> None:
+            try:
+                with self._backend.file_io(location, properties).new_output(location).create() as out:
+                    out.write(payload)
+            except OSError as exc:  # nothing was committed; a retry may work when storage is back
+                raise storage_error(f"Cannot write metadata file {location}", exc) from exc
+
+        await self._threads.run(write)
+
     async def make_directory(self, location: str) -> None:
         """Create a local directory (some clients expect ``metadata/`` after a stage-create)."""
         if location.startswith("file:") or location.startswith("/"):

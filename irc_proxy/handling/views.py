@@ -330,12 +330,9 @@ class Views:
         suffix = ".gz.metadata.json" if gzipped else ".metadata.json"
         location = f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}{suffix}"
         payload = metadata.model_dump_json().encode()
-
-        def write() -> None:
-            with self._backend.file_io(location, metadata.properties).new_output(location).create() as out:
-                out.write(gzip.compress(payload) if gzipped else payload)
-
-        await self._threads.run(write)
+        await self._tables.files.write_file(
+            location, gzip.compress(payload) if gzipped else payload, metadata.properties
+        )
         return location
 
     async def _read(self, location: str) -> ViewMetadata:
