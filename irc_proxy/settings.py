@@ -4,6 +4,12 @@ Every key is documented in README.md ("Configuration reference"). The environmen
 file's keys with ``__`` between levels, e.g. ``IRC_PROXY_SERVER__PORT=9000`` or
 ``IRC_PROXY_CATALOGS__LOCAL__WAREHOUSE=file:///data/wh``. Unknown keys and bad values are
 rejected at start-up with a message that names the key.
+
+The overlay is one small function (``_set_path``: the environment written into the file's tree,
+then everything validated once) rather than pydantic-settings, whose environment source looks
+variables up by field: refusing an unknown ``IRC_PROXY_*`` key with a message naming it, and
+catalogs that only the environment names (a dict of a tagged union), would each need a custom
+source longer than this function.
 """
 
 from __future__ import annotations
@@ -306,9 +312,7 @@ class AuthClient(_Strict):
     def _principal_defaults_to_id(self) -> AuthClient:
         if not self.secret_hash.get_secret_value().startswith("scrypt$"):
             raise ValueError("secret_hash: not a hash from `irc-proxy auth hash-secret`")
-        if not self.principal:
-            object.__setattr__(self, "principal", self.id)
-        return self
+        return self if self.principal else self.model_copy(update={"principal": self.id})
 
 
 class OidcSettings(_Strict):
@@ -441,10 +445,8 @@ class Settings(_Strict):
         if default not in catalogs:
             raise ValueError(f"default_catalog: no catalog named {default!r} is configured")
         state = self.state.database_url or SecretUrl(f"sqlite:///{data / 'state.db'}")
-        object.__setattr__(self, "catalogs", catalogs)
-        object.__setattr__(self, "default_catalog", default)
-        object.__setattr__(self, "state", self.state.model_copy(update={"database_url": state}))
-        return self
+        state_settings = self.state.model_copy(update={"database_url": state})
+        return self.model_copy(update={"catalogs": catalogs, "default_catalog": default, "state": state_settings})
 
 
 def _allowed_locations(name: str, catalog: LocalCatalogSettings | GlueCatalogSettings) -> list[str]:
