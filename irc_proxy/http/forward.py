@@ -56,18 +56,18 @@ async def run(request: Request, catalog: Catalog, endpoint: str) -> Response:
         return await _forward(request, catalog, endpoint)
 
 
-def _namespace_segment(request: Request, catalog: Catalog) -> str:
+def _namespace_segment(request: Request, catalog: Catalog, mapped: bool) -> str:
     namespace = parsing.namespace_param(request)
-    if catalog.upstream is not None and catalog.upstream.mapped_namespaces:
+    if mapped:  # nested levels joined into the upstream's one level
         return quote(catalog.codec.to_flat(namespace), safe="")
     return "%1F".join(quote(level, safe="") for level in namespace)
 
 
-def upstream_tail(request: Request, catalog: Catalog, template: str) -> str:
+def upstream_tail(request: Request, catalog: Catalog, template: str, mapped: bool) -> str:
     """The template after ``/v1/{prefix}/`` with the request's path parameters filled in."""
     tail = template.removeprefix("/v1/{prefix}/")
     if "{namespace}" in tail:
-        tail = tail.replace("{namespace}", _namespace_segment(request, catalog))
+        tail = tail.replace("{namespace}", _namespace_segment(request, catalog, mapped))
     for key in ("table", "view"):
         if "{" + key + "}" in tail:
             tail = tail.replace("{" + key + "}", request.path_params[key])  # still percent-encoded as sent
@@ -87,7 +87,7 @@ async def _forward(request: Request, catalog: Catalog, endpoint: str) -> Respons
     try:
         reply = await upstream.send(
             "GET" if head_as_get else method,
-            upstream.path(upstream_tail(request, catalog, template)),
+            upstream.path(upstream_tail(request, catalog, template, mapped)),
             query=listing_tokens.upstream_query(request),
             headers=headers,
             content=content,
