@@ -103,7 +103,7 @@ def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:
     return [
         asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run()))
         for catalog in catalogs.all()
-        if not catalog.supports(Capability.FORWARDING)  # a remote catalog's tables live upstream
+        if catalog.supports(Capability.TABLE_COMMITS)  # the backend holds the tables (a remote catalog's live upstream)
     ]
 
 
@@ -123,9 +123,7 @@ def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -
 
     checks: dict[str, meta.ReadinessCheck] = {"state": state_database}
     for catalog in catalogs.all():
-        ping_backend = getattr(catalog.backend, "ping", None)  # every backend should have one; none: not probed
-        if ping_backend is not None:
-            checks[f"catalog:{catalog.name}"] = ping_backend
+        checks[f"catalog:{catalog.name}"] = catalog.backend.ping
     return checks
 
 

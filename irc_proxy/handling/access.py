@@ -129,35 +129,6 @@ class Access:
         who = self.context.principal
         raise Forbidden(f"Principal {who} is not authorized: catalog.use on catalog {self.catalog} is required")
 
-    # Delegation -------------------------------------------------------------------------------
-    async def optional_delegation(self, ident: TableIdent) -> Delegation | None:
-        """The storage access the caller may be delegated for ``ident``; None instead of a refusal.
-
-        Read-write needs ``credentials.write`` and ``table.write``; read needs ``credentials.read`` and
-        ``table.read`` (each implied by its write).
-        """
-        held, target = await self.grants(), self.table(ident)
-        if (
-            held.check(Privilege.CREDENTIALS_WRITE, target).allowed
-            and held.check(Privilege.TABLE_WRITE, target).allowed
-        ):
-            return Delegation.READ_WRITE
-        if held.check(Privilege.CREDENTIALS_READ, target).allowed and held.check(Privilege.TABLE_READ, target).allowed:
-            return Delegation.READ
-        return None
-
-    async def table_delegation(self, ident: TableIdent) -> Delegation:
-        """Like :meth:`optional_delegation` for ``…/credentials`` and ``…/sign``.
-
-        Raises:
-            Forbidden: the caller holds no credential-delegation privilege on the table.
-        """
-        delegation = await self.optional_delegation(ident)
-        if delegation is None:
-            await self.require(Privilege.CREDENTIALS_READ, self.table(ident))
-            await self.require(Privilege.TABLE_READ, self.table(ident))
-        return delegation or Delegation.READ
-
 
 def visible_namespaces(context: RequestContext, catalog: str, children: Sequence[Namespace]) -> list[Namespace]:
     """The children a filtered listing shows: those the caller holds a grant on, above or beneath.

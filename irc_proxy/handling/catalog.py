@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from irc_proxy.backends.base import Backend, Capability, engine_views, forwarding
-from irc_proxy.backends.rest import RestUpstream
 from irc_proxy.errors import CatalogError, NoSuchWarehouse, Unsupported
+from irc_proxy.handling.context import RequestContext
+from irc_proxy.handling.forwarding import Forwarder, UpstreamCall, UpstreamReply
 from irc_proxy.handling.locations import StorageLocations
 from irc_proxy.handling.metadata import MetadataCache, MetadataFiles
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import NamespaceCodec
 from irc_proxy.handling.occupancy import Occupancy
 from irc_proxy.handling.remote import ForwardedServing
-from irc_proxy.handling.serving import ServedHere, Serving
+from irc_proxy.handling.serving import Placement, ServedHere, Serving
 from irc_proxy.handling.storage import CatalogStorage, files_exist
 from irc_proxy.handling.storage_reads import ReadLimits
 from irc_proxy.handling.tables import Tables
@@ -38,8 +40,8 @@ class Catalog:
     """Where each operation runs (here, or forwarded to a remote catalog) and what ``/v1/config`` says."""
     vending: Vending | None = None
     """Storage access delegation (vended credentials, remote signing); None when not configured."""
-    upstream: RestUpstream | None = None
-    """The remote catalog that operations placed ``FORWARDED`` go to (None when nothing is forwarded)."""
+    forwarder: Forwarder | None = None
+    """Sends operations placed ``FORWARDED`` to the remote catalog (None when nothing is forwarded)."""
 
     @classmethod
     def build(
@@ -62,10 +64,9 @@ class Catalog:
         without a location store, live tables' storage is not kept apart.
         """
         codec = NamespaceCodec(separator)
-        upstream = None
-        if (remote := forwarding(backend)) is not None:  # a remote REST catalog: tables are forwarded to it
+        remote = forwarding(backend)
+        if remote is not None:  # a remote REST catalog: tables are forwarded to it
             remote.use_separator(separator)
-            upstream = remote.upstream
         index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
         locations = StorageLocations(name, allowed_locations or [backend.warehouse])
         occupancy = Occupancy(name, location_store, allow_overlap)
@@ -93,12 +94,31 @@ class Catalog:
         if view_store is not None:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)
             occupancy.live["view"] = views.live_paths
-        serving: Serving = (
-            ServedHere(views is not None, vending is not None)
-            if upstream is None
-            else ForwardedServing(upstream, views is not None)
-        )
-        return cls(name, backend, codec, namespaces, tables, views, serving, vending, upstream)
+        if remote is None:
+            served = ServedHere(views is not None, vending is not None)
+            return cls(name, backend, codec, namespaces, tables, views, served, vending)
+        serving = ForwardedServing(remote.upstream, views is not None)
+        forwarder = Forwarder(name, remote.upstream, codec)
+        return cls(name, backend, codec, namespaces, tables, views, serving, vending, forwarder)
+
+    async def discover(self, context: RequestContext) -> None:
+        """Learn what the catalog serves (a remote catalog reads its upstream's ``/v1/config`` once)."""
+        await self.serving.discover(context)
+
+    def placement(self, endpoint: str) -> Placement | None:
+        """Where ``endpoint`` (``"<VERB> <template>"``) runs; None: not served here nor forwarded."""
+        return self.serving.placement(endpoint)
+
+    def client_config(self, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
+        """The ``/v1/config`` body (after ``discover``): this prefix, the ``endpoints`` it serves, and what
+        the catalog adds (a remote catalog: the upstream's defaults, overrides and idempotency lifetime)."""
+        return self.serving.client_config(self.name, endpoints, idempotency_lifetime)
+
+    async def forward(self, context: RequestContext, call: UpstreamCall) -> UpstreamReply:
+        """Send an operation placed ``FORWARDED`` to the remote catalog (``forwarding.Forwarder.send``)."""
+        if self.forwarder is None:
+            raise Unsupported(f"Catalog {self.name} forwards nothing")
+        return await self.forwarder.send(context, call)
 
     def require_views(self) -> Views:
         if self.views is None:

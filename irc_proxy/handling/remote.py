@@ -1,5 +1,5 @@
-"""A prefix federated to a remote REST catalog: where each operation runs, what ``/v1/config``
-says, and the identifier rewriting of the ``:`` mapping. No HTTP here.
+"""A prefix federated to a remote REST catalog: where each operation runs and what ``/v1/config``
+says. How a forwarded operation is sent is ``handling.forwarding``. No HTTP here.
 
 Where an operation runs (``placement``):
 
@@ -12,41 +12,20 @@ Where an operation runs (``placement``):
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from irc_proxy.backends.rest import CALLER_AUTHORIZATION, REQUEST_ID, RestUpstream, UpstreamConfig
-from irc_proxy.errors import BadRequest
+from irc_proxy.backends.rest import RestUpstream, UpstreamConfig
 from irc_proxy.handling.context import RequestContext
-from irc_proxy.handling.naming import NamespaceCodec
+from irc_proxy.handling.forwarding import calling
 from irc_proxy.handling.serving import Placement, is_view
 
 NS = "/v1/{prefix}/namespaces/{namespace}"
 NAMESPACE_TEMPLATES = frozenset({"/v1/{prefix}/namespaces", NS, NS + "/properties"})
-AMBIGUOUS = frozenset(
-    {"POST " + NS + "/tables/{table}", "POST /v1/{prefix}/transactions/commit", "POST " + NS + "/views/{view}"}
-)
-"""Commits: no answer after sending means the change may or may not have been applied."""
-LISTINGS = frozenset({"GET " + NS + "/tables", "GET " + NS + "/views"})
-RENAMES = frozenset({"POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/views/rename"})
 # Keys of the upstream's config that concern only the proxy's own connection to it.
 _PRIVATE_KEYS = frozenset(
     {"prefix", "uri", "warehouse", "token", "credential", "oauth2-server-uri", "scope", "audience", "resource"}
     | {"namespace-separator", "view-endpoints-supported"}
 )
-
-
-@contextmanager
-def calling(authorization: str | None, request_id: str | None) -> Iterator[None]:
-    """Upstream calls made inside carry ``request_id`` and may use the caller's ``authorization``."""
-    auth_token, id_token = CALLER_AUTHORIZATION.set(authorization), REQUEST_ID.set(request_id)
-    try:
-        yield
-    finally:
-        CALLER_AUTHORIZATION.reset(auth_token)
-        REQUEST_ID.reset(id_token)
 
 
 def placement(config: UpstreamConfig, endpoint: str, mapped: bool, has_view_store: bool) -> Placement | None:
@@ -97,46 +76,3 @@ class ForwardedServing:
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         """The upstream's config (its idempotency lifetime, not ours), this prefix, the served endpoints."""
         return client_config(self._upstream.discovered, prefix, endpoints)
-
-
-# The ``:`` mapping on forwarded bodies ---------------------------------------------------------
-def _loads(content: bytes) -> Any:
-    try:
-        return json.loads(content)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"Malformed request body: not valid JSON ({exc})") from None
-
-
-def _to_upstream(identifier: Any, codec: NamespaceCodec) -> None:
-    if isinstance(identifier, dict) and isinstance(identifier.get("namespace"), list) and identifier["namespace"]:
-        identifier["namespace"] = [codec.to_flat(identifier["namespace"])]
-
-
-def _from_upstream(identifier: Any, codec: NamespaceCodec) -> None:
-    if isinstance(identifier, dict) and isinstance(identifier.get("namespace"), list):
-        identifier["namespace"] = [level for flat in identifier["namespace"] for level in codec.from_flat(flat)]
-
-
-def map_request(endpoint: str, content: bytes, codec: NamespaceCodec) -> bytes:
-    """Identifiers in a request body, nested levels -> the one upstream level (renames, commits)."""
-    if not content or not (endpoint in RENAMES or endpoint in AMBIGUOUS):
-        return content
-    body = _loads(content)
-    if not isinstance(body, dict):
-        return content
-    for key in ("source", "destination", "identifier"):
-        _to_upstream(body.get(key), codec)
-    for change in body.get("table-changes") or ():
-        if isinstance(change, dict):
-            _to_upstream(change.get("identifier"), codec)
-    return json.dumps(body).encode()
-
-
-def map_listing(endpoint: str, content: bytes, codec: NamespaceCodec) -> bytes:
-    """Identifiers in a table or view listing, the one upstream level -> nested levels."""
-    if endpoint not in LISTINGS or not content:
-        return content
-    body = json.loads(content)
-    for identifier in body.get("identifiers") or ():
-        _from_upstream(identifier, codec)
-    return json.dumps(body).encode()

@@ -1,29 +1,18 @@
-"""The HTTP side of authorization: a request's path and body as the policy's ``Requested``.
+"""The HTTP side of authorization: a request's path (and parsed body) as the policy's ``Requested``.
 
-The rules themselves are ``irc_proxy.handling.policy``; the checks ``irc_proxy.handling.access``.
-Bodies are parsed with ``parsing.body_model``, which keeps the model, so the handler that runs
-next reads the same parsed body.
+The rules are ``irc_proxy.handling.policy``, the checks ``irc_proxy.handling.access``; the facts a
+rule reads in a body are the body model's own (``http.bodies``).
 """
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.requests import Request
 
 from irc_proxy.handling import policy
 from irc_proxy.handling.access import Access
 from irc_proxy.handling.authz import Authorizer
-from irc_proxy.handling.naming import TableIdent
 from irc_proxy.http import parsing
-from irc_proxy.http.bodies import (
-    CommitTableRequest,
-    CommitTransactionRequest,
-    CreateNamespaceRequest,
-    RegisterTableRequest,
-    RenameTableRequest,
-)
+from irc_proxy.http.bodies import _Body
 
 
 def authorizer(request: Request) -> Authorizer:
@@ -37,68 +26,18 @@ def of(request: Request, catalog: str | None = None) -> Access:
     return Access(parsing.context(request), authorizer(request), name)
 
 
-async def authorize(request: Request, operation: str) -> None:
-    """Run the policy's rule for ``operation`` (an operationId) on this request."""
-    requested = await _requested(request, operation)
-    await policy.authorize(of(request), parsing.catalog(request), operation, requested)
-
-
-async def require_admin(request: Request) -> None:
-    await of(request, catalog="").require_admin()
-
-
-async def _requested(request: Request, operation: str) -> policy.Requested:
+async def authorize(request: Request, operation: str, body: type[_Body] | None) -> None:
+    """Run the policy's rule for ``operation`` (an operationId) on this request and its ``body``."""
     params = request.path_params
     if "namespace" in params:
         namespace = parsing.namespace_param(request)
     else:
         namespace = parsing.parent_param(request) if operation == "listNamespaces" else ()
     name = next((parsing.name_param(request, key) for key in ("table", "view") if key in params), "")
-    facts = _BODY_FACTS.get(operation)
-    extra = await facts(request) if facts is not None else {}
-    return policy.Requested(**({"namespace": namespace, "name": name} | extra))
+    facts = (await parsing.body_model(request, body)).facts() if body is not None else {}
+    requested = policy.Requested(**({"namespace": namespace, "name": name} | facts))
+    await policy.authorize(of(request), parsing.catalog(request), operation, requested)
 
 
-async def _create_namespace(request: Request) -> dict[str, Any]:
-    body = await parsing.body_model(request, CreateNamespaceRequest)
-    return {"new_namespace": tuple(body.namespace)}
-
-
-async def _register_table(request: Request) -> dict[str, Any]:
-    body = await parsing.body_model(request, RegisterTableRequest)
-    return {"name": body.name, "overwrite": body.overwrite}
-
-
-def _creates(change: CommitTableRequest) -> bool:
-    return any(isinstance(r, dict) and r.get("type") == "assert-create" for r in change.requirements)
-
-
-async def _commit_table(request: Request) -> dict[str, Any]:
-    return {"creates": _creates(await parsing.body_model(request, CommitTableRequest))}
-
-
-async def _commit_transaction(request: Request) -> dict[str, Any]:
-    body = await parsing.body_model(request, CommitTransactionRequest)
-    changes = tuple(
-        (TableIdent(tuple(change.identifier.namespace), change.identifier.name), _creates(change))
-        for change in body.table_changes
-        if change.identifier is not None  # the handler refuses it with a 400
-    )
-    return {"changes": changes}
-
-
-async def _rename(request: Request) -> dict[str, Any]:
-    body = await parsing.body_model(request, RenameTableRequest)
-    source = TableIdent(tuple(body.source.namespace), body.source.name)
-    return {"source": source, "destination": tuple(body.destination.namespace)}
-
-
-_BODY_FACTS: dict[str, Callable[[Request], Awaitable[dict[str, Any]]]] = {
-    "createNamespace": _create_namespace,
-    "registerTable": _register_table,
-    "updateTable": _commit_table,
-    "commitTransaction": _commit_transaction,
-    "renameTable": _rename,
-    "renameView": _rename,
-}
-"""The operations whose rule looks at the body, and the facts it reads there."""
+async def require_admin(request: Request) -> None:
+    await of(request, catalog="").require_admin()

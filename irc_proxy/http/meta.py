@@ -35,10 +35,10 @@ async def get_config(request: Request) -> Response:
     audit.params = {"prefix": catalog.name}
     if access.authorizer(request).enabled:
         await access.of(request, catalog.name).uses_catalog()
-    await catalog.serving.discover(parsing.context(request))
+    await catalog.discover(parsing.context(request))
     lifetime: timedelta = request.state.settings.server.idempotency_key_lifetime
     advertised = iso_duration(lifetime) if lifetime else None
-    return json_response(catalog.serving.client_config(catalog.name, endpoints_for(catalog), advertised))
+    return json_response(catalog.client_config(endpoints_for(catalog), advertised))
 
 
 def iso_duration(value: timedelta) -> str:

@@ -22,6 +22,14 @@ from irc_proxy.errors import Unsupported
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.serving import Placement
 from irc_proxy.http import access, credentials, forward, namespaces, parsing, tables, views
+from irc_proxy.http.bodies import (
+    CommitTableRequest,
+    CommitTransactionRequest,
+    CreateNamespaceRequest,
+    RegisterTableRequest,
+    RenameTableRequest,
+    _Body,
+)
 from irc_proxy.http.parsing import catalog
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -32,6 +40,8 @@ class Operation:
     method: str
     template: str
     handler: Endpoint
+    body: type[_Body] | None = None
+    """The body model the operation's authorization rule reads (parsed once: the handler reads it too)."""
 
     @property
     def endpoint(self) -> str:
@@ -53,38 +63,38 @@ VIEW = NS + "/views/{view}"
 
 OPERATIONS: list[Operation] = [
     Operation("GET", "/v1/{prefix}/namespaces", namespaces.list_namespaces),
-    Operation("POST", "/v1/{prefix}/namespaces", namespaces.create_namespace),
+    Operation("POST", "/v1/{prefix}/namespaces", namespaces.create_namespace, CreateNamespaceRequest),
     Operation("GET", NS, namespaces.load_namespace),
     Operation("HEAD", NS, namespaces.namespace_exists),
     Operation("DELETE", NS, namespaces.drop_namespace),
     Operation("POST", NS + "/properties", namespaces.update_properties),
     Operation("GET", NS + "/tables", tables.list_tables),
     Operation("POST", NS + "/tables", tables.create_table),
-    Operation("POST", NS + "/register", tables.register_table),
+    Operation("POST", NS + "/register", tables.register_table, RegisterTableRequest),
     Operation("GET", TABLE, tables.load_table),
     Operation("HEAD", TABLE, tables.table_exists),
-    Operation("POST", TABLE, tables.commit_table),
+    Operation("POST", TABLE, tables.commit_table, CommitTableRequest),
     Operation("DELETE", TABLE, tables.drop_table),
     Operation("POST", TABLE + "/unregister", tables.unregister_table),
     Operation("POST", TABLE + "/metrics", tables.report_metrics),
     Operation("GET", TABLE + "/credentials", credentials.load_credentials),
     Operation("POST", TABLE + "/sign", credentials.sign_request),
-    Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table),
-    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction),
+    Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table, RenameTableRequest),
+    Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, CommitTransactionRequest),
     Operation("GET", NS + "/views", views.list_views),
     Operation("POST", NS + "/views", views.create_view),
     Operation("GET", VIEW, views.load_view),
     Operation("HEAD", VIEW, views.view_exists),
     Operation("POST", VIEW, views.replace_view),
     Operation("DELETE", VIEW, views.drop_view),
-    Operation("POST", "/v1/{prefix}/views/rename", views.rename_view),
+    Operation("POST", "/v1/{prefix}/views/rename", views.rename_view, RenameTableRequest),
     Operation("POST", NS + "/register-view", views.register_view),
 ]
 
 
 def serves(catalog: Catalog, op: Operation) -> bool:
-    """Whether the catalog serves ``op`` (here or forwarded: the catalog's ``serving`` decides)."""
-    return catalog.serving.placement(op.endpoint) is not None
+    """Whether the catalog serves ``op`` (here or forwarded: the catalog decides)."""
+    return catalog.placement(op.endpoint) is not None
 
 
 def endpoints_for(catalog: Catalog) -> list[str]:
@@ -99,12 +109,12 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
             raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
         parsing.context(request).audit.name(operation.operation_id, request.path_params)
         target = catalog(request)
-        await target.serving.discover(parsing.context(request))  # a remote catalog: what it serves (once)
-        placement = target.serving.placement(operation.endpoint)
+        await target.discover(parsing.context(request))  # a remote catalog: what it serves (once)
+        placement = target.placement(operation.endpoint)
         if placement is None:
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
         if access.authorizer(request).enabled:  # the rule of handling/policy.py for this operation
-            await access.authorize(request, operation.operation_id)
+            await access.authorize(request, operation.operation_id, operation.body)
         if placement is Placement.FORWARDED:
             return await forward.run(request, target, operation.endpoint)
         return await operation.handler(request)

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling import commits
+from irc_proxy.handling import commits, table_loads
 from irc_proxy.handling.access import visible_objects
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.tables import TableChange, TableCreate
-from irc_proxy.handling.vending import table_locations
-from irc_proxy.http import credentials, parsing, responses
+from irc_proxy.http import access, credentials, parsing, responses
 from irc_proxy.http.bodies import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -52,37 +50,33 @@ async def list_tables(request: Request) -> Response:
 
 
 async def create_table(request: Request) -> Response:
-    catalog = parsing.catalog(request)
     namespace = parsing.namespace_param(request)
     body = await parsing.body_model(request, CreateTableRequest)
     parsing.audit_object(request, TableIdent(namespace, body.name))
-    # Resolved once: the location vended for is the one created (a taken default gets a unique suffix).
-    location = await catalog.tables.resolve_location(namespace, body.name, body.location)
     create = TableCreate(
         name=body.name,
         schema=body.table_schema,
-        location=location,
+        location=body.location,
         partition_spec=body.partition_spec,
         write_order=body.write_order,
         properties=body.properties,
         stage_create=body.stage_create,
     )
-    # Checked and vended before anything is written: a refused location or an STS failure creates nothing.
-    locations = await credentials.create_locations(catalog, location, body.properties)
-    config, fields = await credentials.table_access(request, catalog, TableIdent(namespace, body.name), locations)
-    loaded = await catalog.tables.create(namespace, create)
-    return credentials.with_fields(load_table_response(replace(loaded, config=loaded.config | config)), fields)
+    result = await table_loads.create_table(
+        access.of(request), parsing.catalog(request), namespace, create, credentials.asked(request)
+    )
+    return _render(result)
 
 
 async def register_table(request: Request) -> Response:
-    catalog = parsing.catalog(request)
     body = await parsing.body_model(request, RegisterTableRequest)
-    namespace = parsing.namespace_param(request)
-    parsing.audit_object(request, TableIdent(namespace, body.name))
-    locations = await credentials.register_locations(catalog, body.metadata_location)
-    config, fields = await credentials.table_access(request, catalog, TableIdent(namespace, body.name), locations)
-    loaded = await catalog.tables.register(namespace, body.name, body.metadata_location, body.overwrite)
-    return credentials.with_fields(load_table_response(replace(loaded, config=loaded.config | config)), fields)
+    ident = TableIdent(parsing.namespace_param(request), body.name)
+    parsing.audit_object(request, ident)
+    catalog, asked = parsing.catalog(request), credentials.asked(request)
+    result = await table_loads.register_table(
+        access.of(request), catalog, ident, body.metadata_location, body.overwrite, asked
+    )
+    return _render(result)
 
 
 async def load_table(request: Request) -> Response:
@@ -95,12 +89,12 @@ async def load_table(request: Request) -> Response:
     tag = etag(location, snapshots)
     if etag_matches(request.headers.get("if-none-match"), tag):
         return Response(status_code=304, headers={"ETag": tag})
-    loaded = await catalog.tables.load(ident, location)
-    locations = table_locations(loaded.metadata.location, loaded.metadata.properties)
-    config, fields = await credentials.table_access(request, catalog, ident, locations)
-    if config:
-        loaded = replace(loaded, config=loaded.config | config)
-    return credentials.with_fields(load_table_response(loaded, snapshots), fields)
+    result = await table_loads.load_table(access.of(request), catalog, ident, location, credentials.asked(request))
+    return _render(result, snapshots)
+
+
+def _render(result: table_loads.TableResult, snapshots: str = "all") -> Response:
+    return credentials.with_fields(load_table_response(result.table, snapshots), result.fields)
 
 
 async def table_exists(request: Request) -> Response:

@@ -103,7 +103,14 @@ def _verify(settings: RestCatalogSettings) -> ssl.SSLContext | bool:
 class RestUpstream:
     """One remote REST catalog; one pooled client shared by every request to it."""
 
-    def __init__(self, name: str, settings: RestCatalogSettings, threads: ThreadRunner) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: RestCatalogSettings,
+        threads: ThreadRunner,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """``transport`` replaces the pooled connection to ``settings.uri`` (tests: ``httpx.MockTransport``)."""
         self.name = name
         self.uri = settings.uri.get_secret_value().rstrip("/")
         self.warehouse = settings.warehouse
@@ -111,7 +118,7 @@ class RestUpstream:
             settings.nested_namespaces == "auto" and settings.auth.mode == "sigv4"
         )
         self._token_endpoint = settings.auth.token_endpoint
-        pool = httpx.AsyncHTTPTransport(
+        pool = transport or httpx.AsyncHTTPTransport(
             http2=settings.http2,
             verify=_verify(settings),
             limits=httpx.Limits(
@@ -128,7 +135,7 @@ class RestUpstream:
         # Requests go straight to the pool: the client's send() adds auth/redirect/hook loops and an INFO
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
         # (which the client routes through) they take the client's way.
-        self._pool: httpx.AsyncHTTPTransport | None = None if getproxies() else pool
+        self._pool: httpx.AsyncBaseTransport | None = None if getproxies() and not transport else pool
         self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client, threads)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()

@@ -1,0 +1,62 @@
+"""The operations that answer a LoadTableResult: createTable, registerTable, loadTable.
+
+Each runs the backend and hands out the storage access the request asked for
+(``handling.delegation``). The caller was authorized by the operation's rule before
+(``handling.policy``, run by the dispatcher, which also authorizes forwarded operations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from irc_proxy.handling import delegation
+from irc_proxy.handling.access import Access
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.delegation import Asked, Granted
+from irc_proxy.handling.naming import Namespace, TableIdent
+from irc_proxy.handling.tables import LoadedTable, TableCreate
+from irc_proxy.handling.vending import table_locations
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """A LoadTableResult: the table (delegated keys in its ``config``) and extra top-level fields."""
+
+    table: LoadedTable
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def _result(loaded: LoadedTable, granted: Granted) -> TableResult:
+    if granted.config:
+        loaded = replace(loaded, config=loaded.config | granted.config)
+    return TableResult(loaded, granted.fields)
+
+
+async def create_table(
+    access: Access, catalog: Catalog, namespace: Namespace, create: TableCreate, asked: Asked
+) -> TableResult:
+    """Create a table (``create.location``: the requested one, or None for a default)."""
+    # Resolved once: the location vended for is the one created (a taken default gets a unique suffix).
+    location = await catalog.tables.resolve_location(namespace, create.name, create.location)
+    # Checked and vended before anything is written: a refused location or an STS failure creates nothing.
+    locations = await delegation.create_locations(catalog, location, create.properties)
+    granted = await delegation.table_access(access, catalog, TableIdent(namespace, create.name), locations, asked)
+    loaded = await catalog.tables.create(namespace, replace(create, location=location))
+    return _result(loaded, granted)
+
+
+async def register_table(
+    access: Access, catalog: Catalog, ident: TableIdent, metadata_location: str, overwrite: bool, asked: Asked
+) -> TableResult:
+    locations = await delegation.register_locations(catalog, metadata_location)
+    granted = await delegation.table_access(access, catalog, ident, locations, asked)
+    loaded = await catalog.tables.register(ident.namespace, ident.name, metadata_location, overwrite)
+    return _result(loaded, granted)
+
+
+async def load_table(access: Access, catalog: Catalog, ident: TableIdent, location: str, asked: Asked) -> TableResult:
+    """Load the table whose current metadata is at ``location`` (read once by the caller, for its ETag)."""
+    loaded = await catalog.tables.load(ident, location)
+    locations = table_locations(loaded.metadata.location, loaded.metadata.properties)
+    return _result(loaded, await delegation.table_access(access, catalog, ident, locations, asked))
