@@ -38,8 +38,13 @@ def client(service: str, endpoint: str):  # type: ignore[no-untyped-def]
     )
 
 
-def glue_catalog_config(name: str, endpoint: str, warehouse: str, **extra: str) -> str:
-    """A ``[catalogs.NAME]`` TOML table for a Glue catalog on the moto server."""
+def glue_catalog_config(
+    name: str, endpoint: str, warehouse: str, *, s3_endpoint: str | None = None, max_attempts: int = 2, **extra: str
+) -> str:
+    """A ``[catalogs.NAME]`` TOML table for a Glue catalog on the moto server.
+
+    S3 is moto's too unless ``s3_endpoint`` names another (a store that is down or never answers).
+    """
     lines = [
         f"[catalogs.{name}]",
         'kind = "glue"',
@@ -47,9 +52,21 @@ def glue_catalog_config(name: str, endpoint: str, warehouse: str, **extra: str) 
         f'region = "{REGION}"',
         f'catalog_id = "{ACCOUNT}"',
         f'endpoint_url = "{endpoint}"',
-        f's3_endpoint_url = "{endpoint}"',
+        f's3_endpoint_url = "{s3_endpoint or endpoint}"',
         f'access_key_id = "{ACCESS_KEY}"',
         f'secret_access_key = "{SECRET_KEY}"',
-        "max_attempts = 2",
+        f"max_attempts = {max_attempts}",
     ] + [f"{key} = {value}" for key, value in extra.items()]
     return "\n".join(lines) + "\n"
+
+
+def glue_on_s3_config(endpoint: str, s3_endpoint: str, max_attempts: int) -> str:
+    """Catalog ``local``: Glue on moto, warehouse ``s3://lake/wh`` (path-style) on the S3 at ``s3_endpoint``."""
+    return glue_catalog_config(
+        "local",
+        endpoint,
+        "s3://lake/wh",
+        s3_endpoint=s3_endpoint,
+        max_attempts=max_attempts,
+        s3_path_style_access="true",
+    )

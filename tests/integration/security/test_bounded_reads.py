@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.integration.security.conftest import SECRET_TEXT, Target
-from tests.support.aws import ACCESS_KEY, ACCOUNT, REGION, SECRET_KEY, moto_server
+from tests.support.aws import glue_on_s3_config, moto_server
 from tests.support.rest import assert_error, create_namespace, create_table, table_url
 from tests.support.server import ProxyProcess
 
@@ -185,24 +185,9 @@ def s3_proxy(tmp_path_factory: pytest.TempPathFactory, black_hole: str) -> Itera
     """A Glue catalog (moto) whose S3 endpoint is the black hole, with a small storage timeout."""
     with moto_server() as endpoint:
         workdir = tmp_path_factory.mktemp("black-hole")
-        config = "\n".join(
-            [
-                "[server]",
-                f"storage_timeout_seconds = {STORAGE_TIMEOUT}",
-                "[catalogs.local]",
-                'kind = "glue"',
-                'warehouse = "s3://lake/wh"',
-                f'region = "{REGION}"',
-                f'catalog_id = "{ACCOUNT}"',
-                f'endpoint_url = "{endpoint}"',
-                f's3_endpoint_url = "{black_hole}"',
-                f'access_key_id = "{ACCESS_KEY}"',
-                f'secret_access_key = "{SECRET_KEY}"',
-                "s3_path_style_access = true",
-                "max_attempts = 2",
-            ]
-        )
-        server = ProxyProcess(workdir, config + "\n").start()
+        config = f"[server]\nstorage_timeout_seconds = {STORAGE_TIMEOUT}\n"
+        config += glue_on_s3_config(endpoint, black_hole, max_attempts=2)
+        server = ProxyProcess(workdir, config).start()
         yield server
         server.stop()
 

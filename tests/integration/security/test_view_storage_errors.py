@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.aws import ACCESS_KEY, ACCOUNT, REGION, SECRET_KEY, moto_server
+from tests.support.aws import glue_on_s3_config, moto_server
 from tests.support.rest import SCHEMA, create_namespace
 from tests.support.server import ProxyProcess
 
@@ -27,22 +27,8 @@ def _closed_port() -> int:
 def store_down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A Glue catalog (moto) whose S3 endpoint refuses every connection."""
     with moto_server() as endpoint:
-        config = "\n".join(
-            [
-                "[catalogs.local]",
-                'kind = "glue"',
-                'warehouse = "s3://lake/wh"',
-                f'region = "{REGION}"',
-                f'catalog_id = "{ACCOUNT}"',
-                f'endpoint_url = "{endpoint}"',
-                f's3_endpoint_url = "http://127.0.0.1:{_closed_port()}"',
-                f'access_key_id = "{ACCESS_KEY}"',
-                f'secret_access_key = "{SECRET_KEY}"',
-                "s3_path_style_access = true",
-                "max_attempts = 1",
-            ]
-        )
-        server = ProxyProcess(tmp_path_factory.mktemp("store-down"), config + "\n").start()
+        config = glue_on_s3_config(endpoint, f"http://127.0.0.1:{_closed_port()}", max_attempts=1)
+        server = ProxyProcess(tmp_path_factory.mktemp("store-down"), config).start()
         with httpx.Client(base_url=server.url, timeout=120) as http:
             yield http
         server.stop()
