@@ -30,12 +30,16 @@ from typing import Any
 __all__ = [
     "MOR_PROPERTIES",
     "ReferenceTable",
+    "Step",
     "add_hadoop_catalog",
     "current_metadata_file",
     "delete_files",
     "local_session",
     "mor_statements",
+    "observe",
     "row_lineage",
+    "run_and_observe",
+    "snapshot_lineage",
     "summarize",
     "upgrade_statements",
     "write_reference_tables",
@@ -86,17 +90,34 @@ def upgrade_statements(table: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Step:
+    """What one statement left behind: rows' lineage per branch, and the metadata's row-lineage fields."""
+
+    statement: str
+    format_version: int
+    next_row_id: int | None
+    # (sequence-number, operation, first-row-id, added-rows) of every snapshot, by sequence number.
+    snapshots: list[tuple[Any, ...]]
+    # branch -> (id, _row_id, _last_updated_sequence_number) of its live rows, ordered by id ("main" always).
+    lineage: dict[str, list[tuple[Any, ...]]]
+    # Live delete files of main (Spark's ``delete_files`` metadata table, DELETE_FILE_COLUMNS).
+    delete_files: list[tuple[Any, ...]]
+
+
 @dataclass
 class ReferenceTable:
-    """One table written by the reference run: its current metadata file and every metadata version."""
+    """One table written by the reference run: its current metadata file, every metadata version, every step."""
 
     name: str
     metadata_file: Path
     metadata_files: list[Path] = field(default_factory=list)
-    # (id, _row_id, _last_updated_sequence_number) of the live rows on main, ordered by id.
-    lineage: list[tuple[Any, ...]] = field(default_factory=list)
-    # After each statement: (statement, rows of Spark's ``delete_files`` metadata table, see DELETE_FILE_COLUMNS).
-    delete_files_by_step: list[tuple[str, list[tuple[Any, ...]]]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def lineage(self) -> list[tuple[Any, ...]]:
+        """(id, _row_id, _last_updated_sequence_number) of the live rows on main at the end, ordered by id."""
+        return self.steps[-1].lineage["main"]
 
 
 def local_session(scratch: Path, jars: list[Path] | None = None) -> Any:
@@ -154,6 +175,41 @@ def delete_files(spark: Any, table: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in spark.sql(statement).collect()]
 
 
+def snapshot_lineage(metadata: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """(sequence-number, operation, first-row-id, added-rows) of each snapshot in a metadata document."""
+    snapshots = sorted(metadata.get("snapshots", []), key=lambda s: s.get("sequence-number", 0))
+    return [
+        (s.get("sequence-number"), s.get("summary", {}).get("operation"), s.get("first-row-id"), s.get("added-rows"))
+        for s in snapshots
+    ]
+
+
+def observe(spark: Any, statement: str, table: str, metadata: dict[str, Any]) -> Step:
+    """The :class:`Step` for ``table`` after ``statement``, its metadata being ``metadata`` (JSON)."""
+    branches = sorted(name for name, ref in metadata.get("refs", {}).items() if ref.get("type") == "branch")
+    lineage = {"main": row_lineage(spark, table)}
+    lineage |= {b: row_lineage(spark, f"{table}.branch_{b}") for b in branches if b != "main"}
+    return Step(
+        statement=statement,
+        format_version=metadata["format-version"],
+        next_row_id=metadata.get("next-row-id"),
+        snapshots=snapshot_lineage(metadata),
+        lineage=lineage,
+        delete_files=delete_files(spark, table),
+    )
+
+
+def run_and_observe(
+    spark: Any, table: str, statements: list[str], load_metadata: Callable[[], dict[str, Any]]
+) -> list[Step]:
+    """Run ``statements`` one by one, observing ``table`` after each (``load_metadata`` reads its metadata)."""
+    steps = []
+    for statement in statements:
+        spark.sql(statement).collect()
+        steps.append(observe(spark, statement, table, load_metadata()))
+    return steps
+
+
 def _metadata_versions(table_dir: Path) -> list[Path]:
     files = (table_dir / "metadata").glob("v*.metadata.json")
     return sorted(files, key=lambda p: int(p.name[1:].split(".")[0]))
@@ -178,17 +234,18 @@ def write_reference_tables(directory: Path, spark: Any | None = None) -> dict[st
         for name, plan in plans.items():
             full = f"{REFERENCE_CATALOG}.{REFERENCE_NAMESPACE}.{name}"
             session.sql(f"DROP TABLE IF EXISTS {full} PURGE")
-            steps: list[tuple[str, list[tuple[Any, ...]]]] = []
-            for statement in plan(full):
-                session.sql(statement).collect()
-                steps.append((statement, delete_files(session, full)))
             table_dir = warehouse / REFERENCE_NAMESPACE / name
+
+            def load(table_dir: Path = table_dir) -> dict[str, Any]:
+                loaded: dict[str, Any] = json.loads(current_metadata_file(table_dir).read_text())
+                return loaded
+
+            steps = run_and_observe(session, full, plan(full), load)
             tables[name] = ReferenceTable(
                 name=name,
                 metadata_file=current_metadata_file(table_dir),
                 metadata_files=_metadata_versions(table_dir),
-                lineage=row_lineage(session, full),
-                delete_files_by_step=steps,
+                steps=steps,
             )
         return tables
 
@@ -275,12 +332,14 @@ def main(argv: list[str]) -> int:
         print(f"== {name}: {table.metadata_file}")
         for path in table.metadata_files:
             print(f"   version {path}")
-        print(f"   lineage (id, _row_id, _last_updated_sequence_number): {table.lineage}")
-        print(f"   delete files after each statement ({DELETE_FILE_COLUMNS}):")
-        for statement, files in table.delete_files_by_step:
-            print(f"     {statement[:90]}")
-            for row in files:
-                print(f"        {row}")
+        for step in table.steps:
+            print(f"-- {step.statement}")
+            print(f"   format-version {step.format_version}, next-row-id {step.next_row_id}")
+            print(f"   snapshots (sequence-number, operation, first-row-id, added-rows): {step.snapshots}")
+            for branch, rows in step.lineage.items():
+                print(f"   {branch} (id, _row_id, _last_updated_sequence_number): {rows}")
+            for row in step.delete_files:
+                print(f"   delete file ({DELETE_FILE_COLUMNS}): {row}")
         print(json.dumps(summarize(table.metadata_file), indent=2, default=str))
     return 0
 
