@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import Protocol, cast
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
-
-if TYPE_CHECKING:
-    from irc_proxy.backends.rest.upstream import RestUpstream
 
 Properties = dict[str, str]
 
@@ -160,11 +158,78 @@ def engine_views(backend: Backend) -> EngineViewSource | None:
     return None
 
 
+@dataclass(frozen=True)
+class UpstreamConfig:
+    """What a remote catalog's ``/v1/config`` said."""
+
+    prefix: str
+    defaults: dict[str, str]
+    overrides: dict[str, str]
+    endpoints: frozenset[str]
+    idempotency_key_lifetime: str | None = None
+
+    @property
+    def serves_views(self) -> bool:
+        return any("/views" in endpoint or "/register-view" in endpoint for endpoint in self.endpoints)
+
+
+class UpstreamAnswer(Protocol):
+    """What a remote catalog answered, whatever its status."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def content(self) -> bytes: ...
+    @property
+    def is_success(self) -> bool: ...
+
+
+class Upstream(Protocol):
+    """A remote REST catalog as the handling layer forwards to it (``Forwarding.upstream``)."""
+
+    @property
+    def mapped_namespaces(self) -> bool:
+        """Nested namespace levels are joined into the upstream's one level (the ``:`` mapping)."""
+
+    @property
+    def discovered(self) -> UpstreamConfig:
+        """What ``config()`` learnt. Raises ServiceUnavailable before it succeeded."""
+
+    async def config(self) -> UpstreamConfig:
+        """Read the upstream's ``/v1/config`` (once). Raises ServiceUnavailable."""
+
+    def path(self, tail: str) -> str:
+        """``/v1/<the upstream's prefix>/<tail>``."""
+
+    def calling(self, authorization: str | None, request_id: str | None) -> AbstractContextManager[None]:
+        """Upstream calls made inside carry ``request_id`` and may use the caller's ``authorization``."""
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: bytes = b"",
+        headers: Sequence[tuple[str, str]] = (),
+        content: bytes = b"",
+        ambiguous: bool = False,
+    ) -> UpstreamAnswer:
+        """Send one request and return the answer, whatever its status.
+
+        Raises:
+            ServiceUnavailable: the upstream is unreachable, or refused the proxy's own credentials.
+            CommitStateUnknown: an ``ambiguous`` request (a commit) may have reached it and got no answer.
+        """
+
+
 class Forwarding(Protocol):
     """The optional part of a backend that advertises ``Capability.FORWARDING``."""
 
-    upstream: RestUpstream
-    """The remote catalog: what it serves (its ``/v1/config``) and the pooled client that reaches it."""
+    @property
+    def upstream(self) -> Upstream:
+        """The remote catalog: what it serves (its ``/v1/config``) and the pooled client that reaches it."""
 
     def use_separator(self, separator: str) -> None:
         """The catalog's namespace separator, for flat names <-> upstream levels."""

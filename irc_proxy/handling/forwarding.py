@@ -6,7 +6,7 @@ reply <-> response. Forwarding rewrites only the path (``{prefix}`` -> the upstr
 namespace segment encoded as the upstream expects) and passes the query string and the body bytes
 unchanged; the ``:`` mapping also rewrites identifiers in renames, commits and listings. A HEAD the
 upstream does not advertise is sent as a GET. Request headers pass from a short list
-(``Authorization`` only with ``forward_caller_token``, by ``calling``); the upstream's status,
+(``Authorization`` only with ``forward_caller_token``, by ``Upstream.calling``); the upstream's status,
 body, ``ETag`` and ``Content-Type`` come back unchanged. A filtered listing is cut down to what the
 caller may see, with its page tokens sealed like our own (``handling.paging``): an upstream's token
 names the last entry it returned, which may be one the caller may not see.
@@ -15,13 +15,12 @@ names the last entry it returned, which may be one the caller may not see.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from irc_proxy.backends.rest import CALLER_AUTHORIZATION, REQUEST_ID, RestUpstream
+from irc_proxy.backends.base import Upstream
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling.access import visible_namespaces, visible_objects
 from irc_proxy.handling.authz import SecurableType
@@ -52,17 +51,6 @@ LISTINGS = frozenset({"GET " + NS + "/tables", "GET " + NS + "/views"})
 RENAMES = frozenset({"POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/views/rename"})
 _COMMIT_STATE_UNKNOWN = frozenset({500, 502, 504})
 """Statuses of an ambiguous request (a commit) after which the change may or may not have been applied."""
-
-
-@contextmanager
-def calling(authorization: str | None, request_id: str | None) -> Iterator[None]:
-    """Upstream calls made inside carry ``request_id`` and may use the caller's ``authorization``."""
-    auth_token, id_token = CALLER_AUTHORIZATION.set(authorization), REQUEST_ID.set(request_id)
-    try:
-        yield
-    finally:
-        CALLER_AUTHORIZATION.reset(auth_token)
-        REQUEST_ID.reset(id_token)
 
 
 @dataclass(frozen=True)
@@ -98,7 +86,7 @@ class UpstreamReply:
 class Forwarder:
     """Sends a catalog's forwarded operations to its remote catalog."""
 
-    def __init__(self, catalog: str, upstream: RestUpstream, codec: NamespaceCodec) -> None:
+    def __init__(self, catalog: str, upstream: Upstream, codec: NamespaceCodec) -> None:
         self._catalog, self._upstream, self._codec = catalog, upstream, codec
 
     async def send(self, context: RequestContext, call: UpstreamCall) -> UpstreamReply:
@@ -111,7 +99,7 @@ class Forwarder:
         """
         sent = next((value for name, value in call.headers if name == "authorization"), None)
         authorization = context.authorization or sent
-        with calling(authorization, context.request_id):
+        with self._upstream.calling(authorization, context.request_id):
             return await self._send(context, call)
 
     async def _send(self, context: RequestContext, call: UpstreamCall) -> UpstreamReply:

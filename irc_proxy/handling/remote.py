@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from irc_proxy.backends.rest import RestUpstream, UpstreamConfig
+from irc_proxy.backends.base import Upstream, UpstreamConfig
 from irc_proxy.handling.context import RequestContext
-from irc_proxy.handling.forwarding import calling
 from irc_proxy.handling.serving import Placement, is_view
 
 NS = "/v1/{prefix}/namespaces/{namespace}"
@@ -62,11 +61,11 @@ def client_config(config: UpstreamConfig, prefix: str, endpoints: list[str]) -> 
 class ForwardedServing:
     """The :class:`~irc_proxy.handling.serving.Serving` of a catalog that stands for a remote REST catalog."""
 
-    def __init__(self, upstream: RestUpstream, has_view_store: bool) -> None:
+    def __init__(self, upstream: Upstream, has_view_store: bool) -> None:
         self._upstream, self._views = upstream, has_view_store
 
     async def discover(self, context: RequestContext) -> None:
-        with calling(context.authorization, context.request_id):
+        with self._upstream.calling(context.authorization, context.request_id):
             await self._upstream.config()
 
     def placement(self, endpoint: str) -> Placement | None:

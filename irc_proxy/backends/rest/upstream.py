@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from urllib.request import getproxies
 
 import httpx
 
-from irc_proxy.backends.rest.auth import build_auth
+from irc_proxy.backends.base import UpstreamConfig
+from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
 from irc_proxy.errors import CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
 from irc_proxy.threads import ThreadRunner
@@ -60,21 +61,6 @@ LEGACY_VIEW_ENDPOINTS = frozenset(
     }
 )
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
-
-
-@dataclass(frozen=True)
-class UpstreamConfig:
-    """What the upstream's ``/v1/config`` said."""
-
-    prefix: str
-    defaults: dict[str, str]
-    overrides: dict[str, str]
-    endpoints: frozenset[str]
-    idempotency_key_lifetime: str | None = None
-
-    @property
-    def serves_views(self) -> bool:
-        return any("/views" in endpoint or "/register-view" in endpoint for endpoint in self.endpoints)
 
 
 def parse_config(data: Any) -> UpstreamConfig:
@@ -188,6 +174,17 @@ class RestUpstream:
             )
         await self.config()
 
+    @contextmanager
+    def calling(self, authorization: str | None, request_id: str | None) -> Iterator[None]:
+        """Requests sent inside carry ``request_id`` and may use the caller's ``authorization``
+        (``forward_caller_token``)."""
+        auth_token, id_token = CALLER_AUTHORIZATION.set(authorization), REQUEST_ID.set(request_id)
+        try:
+            yield
+        finally:
+            CALLER_AUTHORIZATION.reset(auth_token)
+            REQUEST_ID.reset(id_token)
+
     def path(self, tail: str) -> str:
         """``/v1/<upstream prefix>/<tail>``, the prefix used verbatim as the upstream gave it."""
         prefix = self.discovered.prefix
@@ -272,3 +269,9 @@ def _message(response: httpx.Response) -> str:
     except (ValueError, AttributeError):
         text = response.text
     return text[:300]
+
+
+if TYPE_CHECKING:  # what the handling layer sees of it (``backends.base.Upstream``)
+    from irc_proxy.backends.base import Upstream
+
+    _AS_UPSTREAM: type[Upstream] = RestUpstream
