@@ -1,18 +1,18 @@
-"""Table endpoints."""
+"""Table endpoints: the request's parts -> ``handling.table_loads`` / ``handling.table_ops`` -> the response."""
 
 from __future__ import annotations
 
-from functools import partial
+from collections.abc import Callable
+from typing import TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling import commits, table_loads
-from irc_proxy.handling.access import visible_objects
-from irc_proxy.handling.authz import SecurableType
-from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.tables import TableChange, TableCreate
+from irc_proxy.handling import table_loads, table_ops
+from irc_proxy.handling.commit_bodies import Offload
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.tables import TableCreate
 from irc_proxy.http import access, credentials, parsing, responses
 from irc_proxy.http.bodies import (
     CommitTableRequest,
@@ -21,7 +21,6 @@ from irc_proxy.http.bodies import (
     RegisterTableRequest,
     RenameTableRequest,
     ReportMetricsRequest,
-    TableIdentifier,
 )
 from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import (
@@ -34,19 +33,23 @@ from irc_proxy.http.responses import (
     no_content,
 )
 
+R = TypeVar("R")
 
-def body_ident(body: TableIdentifier) -> TableIdent:
-    """A TableIdentifier from a request body, validated."""
-    namespace = tuple(body.namespace)
-    validate_namespace(namespace)
-    return TableIdent(namespace, body.name)
+
+def offload(request: Request) -> Offload:
+    """Where a handler parses this request's commit: on the event loop for a small body, in the worker pool
+    for a large one (``parsing.off_loop``)."""
+
+    async def run(work: Callable[[], R]) -> R:
+        return await parsing.off_loop(request, work)
+
+    return run
 
 
 async def list_tables(request: Request) -> Response:
-    catalog = parsing.catalog(request)
-    page = await catalog.tables.list(parsing.namespace_param(request), parsing.page_param(request))
-    shown = visible_objects(parsing.context(request), catalog.name, page.items, SecurableType.TABLE)
-    return json_response({"identifiers": [identifier(t) for t in shown], "next-page-token": page.next_token})
+    catalog, context = parsing.catalog(request), parsing.context(request)
+    page = await table_ops.list_tables(context, catalog, parsing.namespace_param(request), parsing.page_param(request))
+    return json_response({"identifiers": [identifier(t) for t in page.items], "next-page-token": page.next_token})
 
 
 async def create_table(request: Request) -> Response:
@@ -98,69 +101,41 @@ def _render(result: table_loads.TableResult, snapshots: str = "all") -> Response
 
 
 async def table_exists(request: Request) -> Response:
-    await parsing.catalog(request).tables.exists(parsing.table_param(request))
+    await table_ops.table_exists(parsing.catalog(request), parsing.table_param(request))
     return no_content()
-
-
-def _change(ident: TableIdent, body: CommitTableRequest) -> TableChange:
-    return TableChange(ident, commits.parse_requirements(body.requirements), commits.parse_updates(body.updates))
-
-
-def _parse_commit(ident: TableIdent, limits: CommitLimits, body: CommitTableRequest) -> TableChange:
-    """The body of updateTable as one change (counted before its entries are parsed)."""
-    if body.identifier is not None and body_ident(body.identifier) != ident:
-        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
-    limits.check(body.updates, len(body.requirements))
-    return _change(ident, body)
-
-
-def _parse_transaction(limits: CommitLimits, body: CommitTransactionRequest) -> list[TableChange]:
-    """The body of commitTransaction; the limits apply to all its table changes together."""
-    changes = body.table_changes
-    limits.check([update for c in changes for update in c.updates], sum(len(c.requirements) for c in changes))
-    parsed = []
-    for change in changes:
-        if change.identifier is None:
-            raise BadRequest("Invalid table change: identifier is required in a transaction")
-        parsed.append(_change(body_ident(change.identifier), change))
-    return parsed
 
 
 async def commit_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
     body = await parsing.body_model(request, CommitTableRequest)  # parsed once (authorization read it too)
-    change = await parsing.off_loop(request, partial(_parse_commit, ident, CommitLimits.of(request), body))
-    loaded = await catalog.tables.commit(change)
+    loaded = await table_ops.commit_table(catalog, ident, body, CommitLimits.of(request), offload(request))
     assert loaded.metadata_location is not None
     body_bytes = await responses.commit_table_body(request, loaded)
     return Response(body_bytes, media_type="application/json", headers={"ETag": etag(loaded.metadata_location, "all")})
 
 
 async def commit_transaction(request: Request) -> Response:
-    catalog = parsing.catalog(request)
+    catalog, context = parsing.catalog(request), parsing.context(request)
     body = await parsing.body_model(request, CommitTransactionRequest)
-    changes = await parsing.off_loop(request, partial(_parse_transaction, CommitLimits.of(request), body))
-    parsing.audit_object(request, *(change.ident for change in changes))
-    await catalog.tables.commit_transaction(changes)
+    await table_ops.commit_transaction(context, catalog, body, CommitLimits.of(request), offload(request))
     return no_content()
 
 
 async def drop_table(request: Request) -> Response:
-    catalog = parsing.catalog(request)
-    await catalog.tables.drop(parsing.table_param(request), parsing.bool_param(request, "purgeRequested"))
+    ident, purge = parsing.table_param(request), parsing.bool_param(request, "purgeRequested")
+    await table_ops.drop_table(parsing.catalog(request), ident, purge)
     return no_content()
 
 
 async def rename_table(request: Request) -> Response:
     body = await parsing.body_model(request, RenameTableRequest)
-    parsing.audit_object(request, body_ident(body.source), body_ident(body.destination))
-    await parsing.catalog(request).tables.rename(body_ident(body.source), body_ident(body.destination))
+    await table_ops.rename_table(parsing.context(request), parsing.catalog(request), body.source, body.destination)
     return no_content()
 
 
 async def unregister_table(request: Request) -> Response:
-    loaded = await parsing.catalog(request).tables.unregister(parsing.table_param(request))
+    loaded = await table_ops.unregister_table(parsing.catalog(request), parsing.table_param(request))
     return Response(load_table_body(loaded, with_config=False), media_type="application/json")
 
 
@@ -168,5 +143,5 @@ async def report_metrics(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
     await parsing.body_model(request, ReportMetricsRequest)
-    await catalog.tables.exists(ident)
+    await table_ops.report_metrics(catalog, ident)
     return no_content()

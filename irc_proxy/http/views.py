@@ -1,27 +1,19 @@
-"""View endpoints."""
+"""View endpoints: the request's parts -> ``handling.view_ops`` -> the response."""
 
 from __future__ import annotations
 
 import json
-from functools import partial
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from irc_proxy.errors import BadRequest
-from irc_proxy.handling import view_commits
-from irc_proxy.handling.access import visible_objects
-from irc_proxy.handling.authz import SecurableType
-from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling import view_ops
 from irc_proxy.handling.views import LoadedView, ViewCreate
 from irc_proxy.http import parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import identifier, json_response, no_content
-from irc_proxy.http.tables import body_ident
-
-ViewChange = tuple[list[view_commits.AssertViewUUID], list[view_commits.ViewUpdate]]
+from irc_proxy.http.tables import offload
 
 
 def load_view_response(view: LoadedView) -> Response:
@@ -31,66 +23,49 @@ def load_view_response(view: LoadedView) -> Response:
 
 
 async def list_views(request: Request) -> Response:
-    catalog = parsing.catalog(request)
-    page = await catalog.require_views().list(parsing.namespace_param(request), parsing.page_param(request))
-    shown = visible_objects(parsing.context(request), catalog.name, page.items, SecurableType.VIEW)
-    return json_response({"identifiers": [identifier(v) for v in shown], "next-page-token": page.next_token})
+    catalog, context = parsing.catalog(request), parsing.context(request)
+    page = await view_ops.list_views(context, catalog, parsing.namespace_param(request), parsing.page_param(request))
+    return json_response({"identifiers": [identifier(v) for v in page.items], "next-page-token": page.next_token})
 
 
 async def create_view(request: Request) -> Response:
-    views = parsing.catalog(request).require_views()
     namespace = parsing.namespace_param(request)
     body = await parsing.body_model(request, CreateViewRequest)
-    parsing.audit_object(request, TableIdent(namespace, body.name))
-    view_commits.validate_version(body.view_version)
     create = ViewCreate(body.name, body.view_schema, body.view_version, body.properties, body.location)
-    return load_view_response(await views.create(namespace, create, parsing.principal(request)))
+    view = await view_ops.create_view(parsing.context(request), parsing.catalog(request), namespace, create)
+    return load_view_response(view)
 
 
 async def load_view(request: Request) -> Response:
-    views = parsing.catalog(request).require_views()
-    return load_view_response(await views.load(parsing.table_param(request, "view")))
+    return load_view_response(await view_ops.load_view(parsing.catalog(request), parsing.table_param(request, "view")))
 
 
 async def view_exists(request: Request) -> Response:
-    await parsing.catalog(request).require_views().exists(parsing.table_param(request, "view"))
+    await view_ops.view_exists(parsing.catalog(request), parsing.table_param(request, "view"))
     return no_content()
 
 
-def _parse_view_commit(ident: TableIdent, limits: CommitLimits, data: Any) -> ViewChange:
-    """The body of replaceView: requirements and updates, counted before they are parsed."""
-    body = parsing.validate_model(CommitViewRequest, data)
-    if body.identifier is not None and body_ident(body.identifier) != ident:
-        raise BadRequest(f"Commit identifier {body_ident(body.identifier)} does not match the path ({ident})")
-    limits.check(body.updates, len(body.requirements))
-    return view_commits.parse_view_requirements(body.requirements), view_commits.parse_view_updates(body.updates)
-
-
 async def replace_view(request: Request) -> Response:
-    views = parsing.catalog(request).require_views()
     ident = parsing.table_param(request, "view")
-    parse = partial(_parse_view_commit, ident, CommitLimits.of(request))
-    requirements, updates = await parsing.parsed_body(request, parse)
-    return load_view_response(await views.replace(ident, requirements, updates, parsing.principal(request)))
+    body = await parsing.body_model(request, CommitViewRequest)
+    catalog, context, limits = parsing.catalog(request), parsing.context(request), CommitLimits.of(request)
+    return load_view_response(await view_ops.replace_view(context, catalog, ident, body, limits, offload(request)))
 
 
 async def drop_view(request: Request) -> Response:
-    await parsing.catalog(request).require_views().drop(parsing.table_param(request, "view"))
+    await view_ops.drop_view(parsing.catalog(request), parsing.table_param(request, "view"))
     return no_content()
 
 
 async def rename_view(request: Request) -> Response:
-    views = parsing.catalog(request).require_views()
     body = await parsing.body_model(request, RenameTableRequest)
-    parsing.audit_object(request, body_ident(body.source), body_ident(body.destination))
-    await views.rename(body_ident(body.source), body_ident(body.destination))
+    await view_ops.rename_view(parsing.context(request), parsing.catalog(request), body.source, body.destination)
     return no_content()
 
 
 async def register_view(request: Request) -> Response:
-    views = parsing.catalog(request).require_views()
     body = await parsing.body_model(request, RegisterViewRequest)
-    loaded = await views.register(
-        parsing.namespace_param(request), body.name, body.metadata_location, parsing.principal(request)
-    )
-    return load_view_response(loaded)
+    namespace = parsing.namespace_param(request)
+    catalog, context = parsing.catalog(request), parsing.context(request)
+    view = await view_ops.register_view(context, catalog, namespace, body.name, body.metadata_location)
+    return load_view_response(view)
