@@ -42,11 +42,11 @@ from pyiceberg.table.update import (
 )
 
 from irc_proxy.errors import BadRequest, CommitFailed, Unsupported
+from irc_proxy.handling.format_v3 import TABLE_UPDATE, ServedTableMetadata, as_served
 from irc_proxy.handling.input_errors import INPUT_ERRORS, clip, explain
 from irc_proxy.handling.property_runs import coalesce_property_runs
 
 _REQUIREMENT = TypeAdapter(TableRequirement)
-_UPDATE = TypeAdapter(TableUpdate)
 
 
 def parse_requirements(raw: Any) -> list[TableRequirement]:
@@ -56,7 +56,7 @@ def parse_requirements(raw: Any) -> list[TableRequirement]:
 
 def parse_updates(raw: Any) -> list[TableUpdate]:
     """Parse a JSON list of table updates; unknown actions and bad fields raise BadRequest."""
-    return [_parse(_UPDATE, item, "update", "action") for item in _as_list(raw, "updates")]
+    return [_parse(TABLE_UPDATE, item, "update", "action") for item in _as_list(raw, "updates")]
 
 
 def _as_list(raw: Any, field: str) -> list[Any]:
@@ -145,22 +145,23 @@ def _changed(what: str, expected: object, found: object) -> str:
 def apply_updates(
     base: TableMetadata | None, updates: Sequence[TableUpdate], base_location: str | None
 ) -> TableMetadata:
-    """Apply ``updates`` to ``base`` (or to empty metadata for a create) with pyiceberg.
+    """Apply ``updates`` to ``base`` (or to empty metadata for a create) with pyiceberg's update machinery
+    (with the v3 semantics of ``format_v3``); a create's result is validated as a whole, as pyiceberg does.
 
     Raises:
         BadRequest: an update is invalid for this metadata.
-        Unsupported: pyiceberg cannot produce the requested metadata (e.g. format version 3).
+        CommitFailed: a v3 snapshot's ``first-row-id`` is behind the table's ``next-row-id``.
+        Unsupported: pyiceberg cannot apply an update.
     """
     start = base if base is not None else MetastoreCatalog._empty_table_metadata()
     kept = _drop_redundant_statistics_removals(base, updates)
     effective = tuple(_assign_ids(start, coalesce_property_runs(start.properties, kept)))
     try:
         metadata = update_table_metadata(
-            base_metadata=start,
-            updates=effective,
-            enforce_validation=base is None,
-            metadata_location=base_location,
+            base_metadata=start, updates=effective, enforce_validation=False, metadata_location=base_location
         )
+        if base is None:  # a new table: every field checked, as pyiceberg's enforce_validation does
+            metadata = ServedTableMetadata.model_validate(metadata.model_dump()).root
     except NotImplementedError as exc:
         raise Unsupported(f"Cannot apply table update: {clip(str(exc))}") from None
     except StopIteration:  # TableMetadata.spec() / sort_order() / schema(): the current one is not there
@@ -169,16 +170,7 @@ def apply_updates(
         ) from None
     except INPUT_ERRORS as exc:
         raise BadRequest(f"Cannot apply table update: {explain(exc)}") from None
-    check_writable(metadata)
-    return metadata
-
-
-def check_writable(metadata: TableMetadata) -> None:
-    """Refuse metadata this server cannot write (pyiceberg 0.12 cannot serialise format version 3)."""
-    if metadata.format_version > 2:
-        raise Unsupported(
-            f"Format version {metadata.format_version} is not supported by this server yet (maximum is 2)"
-        )
+    return as_served(metadata)
 
 
 def _drop_redundant_statistics_removals(

@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 from threading import Lock
 
 from pyiceberg.serializers import ToOutputFile
-from pyiceberg.table.metadata import (
-    TableMetadata,
-    TableMetadataWrapper,
-)
+from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy import metrics
 from irc_proxy.backends.base import Backend
 from irc_proxy.errors import CatalogError
+from irc_proxy.handling.format_v3 import ServedTableMetadata
 from irc_proxy.handling.locations import METADATA_PATH, StorageLocations
 from irc_proxy.handling.purge import Purge, read_failure, redact
 from irc_proxy.handling.storage_reads import (
@@ -201,7 +199,7 @@ class MetadataFiles:
     def _read(self, location: str) -> CachedMetadata:
         what = "Table metadata file"
         data = self.reader.read(location, what)
-        metadata = parse_metadata(TableMetadataWrapper, data, location, what).root
+        metadata = parse_metadata(ServedTableMetadata, data, location, what).root
         return self.cache.put(location, metadata)
 
     async def write(self, metadata: TableMetadata, location: str) -> None:

@@ -13,6 +13,8 @@ Only a plain append is rebased: every manifest it added holds only ADDED data fi
 sequence numbers, and it kept every live manifest of its parent. Any other stale snapshot set on an
 unpinned branch (overwrite, delete, replace, merged manifests) is refused with CommitFailed (409):
 the client must refresh and retry. A branch pinned by ``assert-ref-snapshot-id`` is never rebased.
+Nor is a stale append on a format v3 table (409 too): its snapshot's ``first-row-id`` and its manifests'
+row id ranges would have to be re-assigned, and a rebase that got them wrong would give two rows one id.
 """
 
 from __future__ import annotations
@@ -57,10 +59,12 @@ from pyiceberg.table.update import (
     SetSnapshotRefUpdate,
     TableRequirement,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
 )
 
 from irc_proxy.backends.base import Backend
 from irc_proxy.errors import BadRequest, CommitFailed
+from irc_proxy.handling.format_v3 import ROW_LINEAGE_VERSION
 from irc_proxy.threads import ThreadRunner
 
 AVRO_COMPRESSION = "write.avro.compression-codec"
@@ -93,8 +97,16 @@ class AppendRebase:
         """
         if base is None or not stale_snapshots(base, requirements, updates):
             return updates
+        if tracks_row_lineage(base, updates):  # a rebased snapshot would need new first-row-ids in its list
+            raise CommitFailed("A stale append on a format v3 table is not rebased: refresh the table and retry")
         io = self._backend.file_io(base.location, base.properties)
         return await self._threads.run(rebase_updates, io, base, requirements, updates)
+
+
+def tracks_row_lineage(base: TableMetadata, updates: Sequence[TableUpdate]) -> bool:
+    """Whether the table has row lineage (format v3) once ``updates`` apply: rebase does not re-assign row ids."""
+    upgrades = (u.format_version for u in updates if isinstance(u, UpgradeFormatVersionUpdate))
+    return max([base.format_version, *upgrades]) >= ROW_LINEAGE_VERSION
 
 
 def stale_snapshots(

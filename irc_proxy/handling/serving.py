@@ -11,6 +11,7 @@ import enum
 from typing import Any, Protocol
 
 from irc_proxy.handling.context import RequestContext
+from irc_proxy.handling.format_v3 import MAX_FORMAT_VERSION
 
 VENDING_SUFFIXES = ("/credentials", "/sign")
 
@@ -31,6 +32,10 @@ class Serving(Protocol):
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         """The ``/v1/config`` body for this catalog."""
+
+
+FORMAT_VERSIONS_PROPERTY = "irc-proxy.table-format-versions"
+"""The ``/v1/config`` default naming the table format versions served (``1,2,3``): a property clients ignore."""
 
 
 def is_view(template: str) -> bool:
@@ -55,7 +60,8 @@ class ServedHere:
         return Placement.SERVED
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"defaults": {}, "overrides": {"prefix": prefix}, "endpoints": endpoints}
+        defaults = {FORMAT_VERSIONS_PROPERTY: ",".join(str(v) for v in range(1, MAX_FORMAT_VERSION + 1))}
+        body: dict[str, Any] = {"defaults": defaults, "overrides": {"prefix": prefix}, "endpoints": endpoints}
         if idempotency_lifetime:
             body["idempotency-key-lifetime"] = idempotency_lifetime
         return body

@@ -22,6 +22,7 @@ from irc_proxy.errors import (
     Unsupported,
 )
 from irc_proxy.handling import commits
+from irc_proxy.handling.format_v3 import as_served, with_defaults
 from irc_proxy.handling.input_errors import INPUT_ERRORS, explain
 from irc_proxy.handling.locations import placement
 from irc_proxy.handling.metadata import MetadataFiles, metadata_version, new_metadata_location
@@ -64,6 +65,11 @@ class TableChange:
     ident: TableIdent
     requirements: Sequence[TableRequirement]
     updates: Sequence[TableUpdate]
+
+
+NEW_TABLE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
+"""Properties a new table gets unless the request sets them, as Iceberg Java's catalogs persist them
+(``TableMetadata.newTableMetadata``); engines that rely on the property read it from the table."""
 
 
 def no_such_table(ident: TableIdent) -> NoSuchTable:
@@ -187,13 +193,13 @@ class Tables:
                 partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
                 sort_order=request.write_order or UNSORTED_SORT_ORDER,
                 location=location,
-                properties=dict(request.properties),
+                properties=NEW_TABLE_DEFAULTS | dict(request.properties),
             )
         except NotImplementedError as exc:
             raise Unsupported(f"Cannot create table {ident}: {exc}") from exc
         except INPUT_ERRORS as exc:
             raise BadRequest(f"Cannot create table {ident}: {explain(exc)}") from exc
-        commits.check_writable(metadata)
+        metadata = as_served(with_defaults(metadata, request.schema))
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
         if request.stage_create:
             await self.storage.check_free(roots, what="Table location")

@@ -14,7 +14,6 @@ Differences from the Java suite:
 * Not ported: the [empty-ns], [slash] and [variant] cases (disabled for this server, as in the RCK),
   ``createTableInUniqueLocation`` (@Disabled in the RCK) and ``testCatalogWithCustomMetricsReporter``
   (it needs a custom Java MetricsReporter class on the client's classpath).
-* Format version 3 cases are strict xfails: pyiceberg 0.12 cannot write v3 table metadata.
 * The Java 1.10.2 client has no ``registerView``: the register-view cases send the same REST request
   with httpx and check the error the Java client would map (type, code, message).
 * ``ExpireSnapshots.CleanupLevel`` is newer than 1.10.2: ``cleanupLevel(NONE)`` is ``cleanExpiredFiles(false)``.
@@ -44,7 +43,6 @@ from tests.support.server import ProxyProcess
 pytestmark = pytest.mark.spark
 
 CATALOG_NAME = "rck_catalog"
-V3_REASON = "pyiceberg 0.12 cannot write format-version 3 table metadata (NotImplementedError on create)"
 DOC = "unique ID 🤪"
 # What the 1.10.2 client actually transmits: it encodes request bodies as ISO-8859-1 (apache/iceberg#17646).
 WIRE_DOC = DOC.encode("latin-1", "replace").decode("latin-1")
@@ -800,7 +798,6 @@ def test_testOverrideTablePropertiesReplaceTransaction(rck: RCK) -> None:
     assert catalog.dropTable(TBL)
 
 
-@pytest.mark.xfail(strict=True, reason=V3_REASON)
 def test_testCreateTableWithDefaultColumnValue(rck: RCK) -> None:
     catalog, j, TBL = rck.catalog, rck.java, rck.TBL
     catalog.createNamespace(TBL.namespace())
@@ -907,9 +904,7 @@ def test_tableCreationWithoutNamespace(rck: RCK) -> None:
     assert f"Namespace does not exist: {ident.namespace()}" in message
 
 
-@pytest.mark.parametrize(
-    "format_version", [1, 2, pytest.param(3, marks=pytest.mark.xfail(strict=True, reason=V3_REASON))]
-)
+@pytest.mark.parametrize("format_version", [1, 2, 3])
 def test_createTableTransaction(rck: RCK, format_version: int) -> None:
     catalog, j = rck.catalog, rck.java
     catalog.createNamespace(rck.NS)
@@ -919,7 +914,7 @@ def test_createTableTransaction(rck: RCK, format_version: int) -> None:
     assert j.format_version(catalog.loadTable(rck.TABLE)) == format_version
 
 
-@pytest.mark.parametrize("format_version", [1, 2])
+@pytest.mark.parametrize("format_version", [1, 2, 3])
 def test_replaceTableTransaction(rck: RCK, format_version: int) -> None:
     catalog, j = rck.catalog, rck.java
     catalog.createNamespace(rck.NS)

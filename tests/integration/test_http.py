@@ -14,7 +14,7 @@ from tests.support.rest import assert_error
 def test_config_names_prefix_and_exactly_the_served_endpoints(client: httpx.Client) -> None:
     config = client.get("/v1/config", params={"warehouse": "local"}).json()
     assert config["overrides"]["prefix"] == "local"
-    assert config["defaults"] == {}
+    assert config["defaults"] == {"irc-proxy.table-format-versions": "1,2,3"}
     endpoints = set(config["endpoints"])
     assert "POST /v1/{prefix}/transactions/commit" in endpoints
     assert "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}" in endpoints

@@ -157,13 +157,3 @@ def test_snapshots_refs_mode_returns_only_referenced_snapshots(client: httpx.Cli
     assert sorted(s["snapshot-id"] for s in everything["snapshots"]) == [1, 2, 3]
     assert sorted(s["snapshot-id"] for s in refs_only["snapshots"]) == [1, 2]
     assert_error(client.get(url, params={"snapshots": "some"}), 400, "BadRequestException")
-
-
-def test_format_version_3_is_refused_cleanly(client: httpx.Client, ns_name: str) -> None:
-    create_namespace(client, ns_name)
-    body = {"name": "v3", "schema": {"type": "struct", "fields": []}, "properties": {"format-version": "3"}}
-    response = client.post(f"/v1/local/namespaces/{ns_name}/tables", json=body)
-    assert_error(response, 406, "UnsupportedOperationException")
-    create_table(client, (ns_name,), "v2")
-    upgrade = {"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 3}]}
-    assert client.post(table_url((ns_name,), "v2"), json=upgrade).status_code in (400, 406)

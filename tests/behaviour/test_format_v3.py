@@ -1,0 +1,192 @@
+"""Format version 3 tables over the REST API: create, upgrade, row lineage, encryption keys, v3 types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.support.rest import assert_error, create_namespace, create_table, table_url
+
+SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def commit(client: httpx.Client, url: str, *updates: dict[str, Any], requirements: list[Any] | None = None) -> dict:
+    response = client.post(url, json={"requirements": requirements or [], "updates": list(updates)})
+    assert response.status_code == 200, response.text
+    metadata: dict[str, Any] = response.json()["metadata"]
+    return metadata
+
+
+def snapshot(snapshot_id: int, parent: int | None, sequence: int, location: str, **lineage: int) -> dict[str, Any]:
+    return {
+        "snapshot-id": snapshot_id,
+        **({"parent-snapshot-id": parent} if parent else {}),
+        "sequence-number": sequence,
+        "timestamp-ms": 1_700_000_000_000 + sequence,
+        "manifest-list": f"{location}/metadata/snap-{snapshot_id}.avro",
+        "summary": {"operation": "append"},
+        "schema-id": 0,
+        **{name.replace("_", "-"): value for name, value in lineage.items()},
+    }
+
+
+def append(snapshot_id: int, parent: int | None, sequence: int, location: str, **lineage: int) -> list[dict[str, Any]]:
+    """add-snapshot and set main to it."""
+    return [
+        {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, parent, sequence, location, **lineage)},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
+    ]
+
+
+def test_create_v3_table_starts_row_lineage_at_zero(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    created = create_table(client, (ns_name,), "t", properties={"format-version": "3"})
+    metadata = created["metadata"]
+    assert metadata["format-version"] == 3
+    assert metadata["next-row-id"] == 0
+    assert "format-version" not in metadata["properties"]
+    loaded = client.get(table_url((ns_name,), "t")).json()
+    assert loaded["metadata"] == metadata
+    assert loaded["metadata-location"] == created["metadata-location"]
+
+
+def test_new_tables_default_to_zstd_unless_the_request_sets_a_codec(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    default = create_table(client, (ns_name,), "d")["metadata"]["properties"]
+    chosen = create_table(client, (ns_name,), "c", properties={"write.parquet.compression-codec": "snappy"})
+    assert default["write.parquet.compression-codec"] == "zstd"
+    assert chosen["metadata"]["properties"]["write.parquet.compression-codec"] == "snappy"
+
+
+def test_next_row_id_advances_by_added_rows_on_every_branch(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t", properties={"format-version": "3"})["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    metadata = commit(client, url, *append(1, None, 1, location, first_row_id=0, added_rows=5))
+    assert metadata["next-row-id"] == 5
+    assert metadata["snapshots"][0]["first-row-id"] == 0
+    assert metadata["snapshots"][0]["added-rows"] == 5
+    branch = {"action": "add-snapshot", "snapshot": snapshot(2, 1, 2, location, first_row_id=5, added_rows=3)}
+    set_branch = {"action": "set-snapshot-ref", "ref-name": "b", "type": "branch", "snapshot-id": 2}
+    metadata = commit(client, url, branch, set_branch)
+    assert metadata["next-row-id"] == 8  # a branch's rows take ids too: main's next rows never share them
+    metadata = commit(client, url, *append(3, 1, 3, location, first_row_id=8, added_rows=2))
+    assert metadata["next-row-id"] == 10
+    assert client.get(url).json()["metadata"]["next-row-id"] == 10
+
+
+def test_stale_first_row_id_is_409_so_clients_retry(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t", properties={"format-version": "3"})["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    commit(client, url, *append(1, None, 1, location, first_row_id=0, added_rows=5))
+    stale = {"requirements": [], "updates": append(2, 1, 2, location, first_row_id=3, added_rows=1)}
+    assert_error(client.post(url, json=stale), 409, "CommitFailedException", "first-row-id is behind")
+    missing = {"requirements": [], "updates": append(2, 1, 2, location, added_rows=1)}
+    assert_error(client.post(url, json=missing), 400, "BadRequestException", "first-row-id")
+    assert client.get(url).json()["metadata"]["next-row-id"] == 5
+
+
+def test_upgrade_to_v3_keeps_history_and_starts_row_ids_at_zero(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t")["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    commit(client, url, *append(1, None, 1, location))
+    upgraded = commit(client, url, {"action": "upgrade-format-version", "format-version": 3})
+    assert upgraded["format-version"] == 3
+    assert upgraded["next-row-id"] == 0
+    assert [s["snapshot-id"] for s in upgraded["snapshots"]] == [1]
+    metadata = commit(client, url, *append(2, 1, 2, location, first_row_id=0, added_rows=7))
+    assert metadata["next-row-id"] == 7
+    downgrade = {"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 2}]}
+    assert_error(client.post(url, json=downgrade), 400, "BadRequestException", "Cannot downgrade v3 table to v2")
+    beyond = {"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 4}]}
+    assert_error(client.post(url, json=beyond), 400, "BadRequestException", "unsupported format version: v4")
+
+
+def test_upgrade_and_append_in_one_commit(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t", properties={"format-version": "1"})["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    upgrade = {"action": "upgrade-format-version", "format-version": 3}
+    metadata = commit(client, url, upgrade, *append(1, None, 1, location, first_row_id=0, added_rows=4))
+    assert (metadata["format-version"], metadata["next-row-id"]) == (3, 4)
+
+
+def test_encryption_keys_and_snapshot_key_ids_are_kept(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t", properties={"format-version": "3"})["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    key = {"key-id": "k1", "encrypted-key-metadata": "AAEC", "properties": {"kms": "x"}}
+    metadata = commit(client, url, {"action": "add-encryption-key", "encryption-key": key})
+    assert metadata["encryption-keys"] == [key]
+    keyed = append(1, None, 1, location, first_row_id=0, added_rows=1)
+    keyed[0]["snapshot"]["key-id"] = "k1"
+    commit(client, url, *keyed)
+    loaded = client.get(url).json()["metadata"]
+    assert loaded["encryption-keys"] == [key]
+    assert loaded["snapshots"][0]["key-id"] == "k1"
+    metadata = commit(client, url, {"action": "remove-encryption-key", "key-id": "k1"})
+    assert "encryption-keys" not in metadata or metadata["encryption-keys"] == []
+
+
+def test_encryption_keys_need_v3(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    create_table(client, (ns_name,), "t")
+    body = {
+        "requirements": [],
+        "updates": [
+            {"action": "add-encryption-key", "encryption-key": {"key-id": "k", "encrypted-key-metadata": "AA"}}
+        ],
+    }
+    assert_error(client.post(table_url((ns_name,), "t"), json=body), 400, "BadRequestException")
+
+
+V3_FIELDS = [
+    {"id": 1, "name": "id", "type": "long", "required": True},
+    {"id": 2, "name": "ts", "type": "timestamp_ns", "required": False},
+    {"id": 3, "name": "tstz", "type": "timestamptz_ns", "required": False},
+    {"id": 4, "name": "u", "type": "unknown", "required": False},
+    {"id": 5, "name": "g", "type": "geometry", "required": False},
+    {"id": 6, "name": "n", "type": "int", "required": False, "initial-default": 7, "write-default": 8},
+]
+
+
+def test_v3_types_and_defaults_round_trip(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    schema = {"type": "struct", "schema-id": 0, "fields": V3_FIELDS}
+    created = create_table(client, (ns_name,), "t", schema=schema, properties={"format-version": "3"})
+    assert created["metadata"]["schemas"][0]["fields"] == V3_FIELDS
+    added = {"id": 7, "name": "s", "type": "string", "required": False, "initial-default": "x", "write-default": "y"}
+    evolved = {"type": "struct", "schema-id": 1, "fields": [*V3_FIELDS, added]}
+    url = table_url((ns_name,), "t")
+    metadata = commit(
+        client, url, {"action": "add-schema", "schema": evolved}, {"action": "set-current-schema", "schema-id": -1}
+    )
+    assert metadata["schemas"][1]["fields"][-1] == added
+    assert client.get(url).json()["metadata"]["schemas"] == metadata["schemas"]
+
+
+def test_register_a_v3_metadata_file(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t", properties={"format-version": "3"})["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    metadata = commit(client, url, *append(1, None, 1, location, first_row_id=0, added_rows=5))
+    metadata_location = client.get(url).json()["metadata-location"]
+    assert client.delete(url).status_code == 204
+    body = {"name": "t", "metadata-location": metadata_location}
+    registered = client.post(f"/v1/local/namespaces/{ns_name}/register", json=body)
+    assert registered.status_code == 200, registered.text
+    assert registered.json()["metadata"] == metadata
+
+
+def test_stale_blind_append_on_v3_is_409_not_rebased(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    location = create_table(client, (ns_name,), "t", properties={"format-version": "3"})["metadata"]["location"]
+    url = table_url((ns_name,), "t")
+    commit(client, url, *append(1, None, 1, location, first_row_id=0, added_rows=5))
+    blind = {"requirements": [], "updates": append(2, None, 2, location, first_row_id=5, added_rows=1)}
+    assert_error(client.post(url, json=blind), 409, "CommitFailedException", "not rebased")
+    metadata = client.get(url).json()["metadata"]
+    assert (metadata["current-snapshot-id"], metadata["next-row-id"]) == (1, 5)
