@@ -23,20 +23,14 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException
 
-from tests.support.aws import ACCESS_KEY, SECRET_KEY, client, glue_catalog_config, moto_server
+from tests.support.aws import ACCESS_KEY, SECRET_KEY, client, glue_catalog_config
 from tests.support.fake_glue import FakeGlue, fake_glue
 from tests.support.postgres import scratch_database
 from tests.support.rest import SCHEMA, assert_error, ns_path
-from tests.support.server import ProxyProcess, free_port
+from tests.support.server import ProxyProcess, Serve, free_port
 
 CATALOG = "glue"
 UNKNOWN_STATES = {500, 502, 504}
-
-
-def reset_moto(endpoint: str) -> None:
-    """moto's backends are process-wide: start and leave every module with an empty, unauthenticated moto."""
-    httpx.post(f"{endpoint}/moto-api/reset-auth", content=b"inf", headers={"Content-Type": "text/plain"})
-    httpx.post(f"{endpoint}/moto-api/reset")
 
 
 def config(endpoint: str, warehouse: Path, **extra: str) -> str:
@@ -117,14 +111,6 @@ def foreign_table(glue: Any, database: str, name: str, parameters: dict[str, str
 
 # Fixtures ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with moto_server() as endpoint:
-        reset_moto(endpoint)
-        yield endpoint
-        reset_moto(endpoint)
-
-
-@pytest.fixture(scope="module")
 def glue(moto: str) -> Any:
     return client("glue", moto)
 
@@ -135,10 +121,8 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def glue_proxy(moto: str, warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    server = start(tmp_path_factory, config(moto, warehouse))
-    yield server
-    server.stop()
+def glue_proxy(moto: str, warehouse: Path, serve: Serve) -> ProxyProcess:
+    return serve(config(moto, warehouse), "glue-proxy")
 
 
 @pytest.fixture
@@ -154,11 +138,9 @@ def fake(moto: str) -> Iterator[FakeGlue]:
 
 
 @pytest.fixture(scope="module")
-def fronted_proxy(fake: FakeGlue, warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def fronted_proxy(fake: FakeGlue, warehouse: Path, serve: Serve) -> ProxyProcess:
     """A proxy whose Glue endpoint is the fake: 1 s timeout, at most 2 botocore retries per Glue call."""
-    server = start(tmp_path_factory, config(fake.url, warehouse, timeout_seconds="1.0"), "fronted-proxy")
-    yield server
-    server.stop()
+    return serve(config(fake.url, warehouse, timeout_seconds="1.0"), "fronted-proxy")
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from pyiceberg.types import DecimalType, ListType, LongType, MapType, StringType
 
 from tests.behaviour.test_views import create_view, replace, view_url
 from tests.support.aws import client as aws_client
-from tests.support.aws import glue_catalog_config, moto_server
+from tests.support.aws import glue_catalog_config
 from tests.support.rest import assert_error, create_namespace, create_table, ns_path, table_url
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 TRINO_SQL = "SELECT id, name, tags, price, seen FROM orders WHERE price > 10"
 TRINO_COLUMNS = [
@@ -36,17 +36,9 @@ TRINO_COLUMNS = [
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with moto_server() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
-def glue_proxy(moto: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    workdir = tmp_path_factory.mktemp("glue-views")
-    server = ProxyProcess(workdir, glue_catalog_config("local", moto, (workdir / "warehouse").as_uri())).start()
-    yield server
-    server.stop()
+def glue_proxy(moto: str, serve: Serve, tmp_path_factory: pytest.TempPathFactory) -> ProxyProcess:
+    warehouse = tmp_path_factory.mktemp("glue-views-warehouse")
+    return serve(glue_catalog_config("local", moto, warehouse.as_uri()), "glue-views")
 
 
 @pytest.fixture

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.federation import rest_catalog, start_remote
+from tests.support.federation import rest_catalog
 from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 ROOT_SECRET = "front-root-secret"
 
 
 @pytest.fixture(scope="module")
-def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    remote = start_remote(tmp_path_factory.mktemp("remote-authz"))
+def front(remote: ProxyProcess, serve: Serve) -> ProxyProcess:
     config = (
         f'[auth]\nmode = "oauth2"\nadmins = ["root"]\n[[auth.clients]]\nid = "root"\n'
         f'secret_hash = "{hash_secret(ROOT_SECRET)}"\nprincipal = "root"\n' + rest_catalog("up", remote.url)
     )
-    server = ProxyProcess(tmp_path_factory.mktemp("front-authz"), config).start()
-    yield server
-    server.stop()
-    remote.stop()
+    return serve(config, "front-authz")
 
 
 def test_grants_of_the_front_apply_to_forwarded_operations(front: ProxyProcess) -> None:

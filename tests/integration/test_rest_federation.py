@@ -10,29 +10,27 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.federation import FRONT_SECRET, USER_CLIENT, USER_SECRET, rest_catalog, start_front, start_remote
+from tests.support.federation import (
+    FRONT_SECRET,
+    USER_CLIENT,
+    USER_SECRET,
+    front_config,
+    rest_catalog,
+    start_front,
+)
 from tests.support.federation import token as remote_token
 from tests.support.rest import SCHEMA, assert_error, ns_path
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 
 @pytest.fixture(scope="module")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    server = start_remote(tmp_path_factory.mktemp("remote"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def front(tmp_path_factory: pytest.TempPathFactory, remote: ProxyProcess) -> Iterator[ProxyProcess]:
-    server = start_front(
-        tmp_path_factory.mktemp("front"),
+def front(remote: ProxyProcess, serve: Serve) -> ProxyProcess:
+    config = front_config(
         rest_catalog("remote", remote.url),
         rest_catalog("flat", remote.url, nested_namespaces="mapped"),
         rest_catalog("mine", remote.url, auth={"mode": "none", "forward_caller_token": True}),
     )
-    yield server
-    server.stop()
+    return serve(config, "front")
 
 
 @pytest.fixture

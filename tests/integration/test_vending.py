@@ -18,17 +18,17 @@ import httpx
 import pytest
 
 from tests.support.aws import REGION, client
-from tests.support.fake_sts import FakeSts, fake_sts
+from tests.support.fake_sts import FakeSts
 from tests.support.iam_policy import allowed, bucket_arn, object_arn
 from tests.support.rest import SCHEMA, assert_error, ns_path
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 from tests.support.vending import (
     CREDENTIAL_KEYS,
     DELEGATION,
     ROLE_ARN,
     load,
+    prepare_vending,
     vending_catalog_config,
-    vending_moto,
 )
 
 BUCKET = "irc-vending"
@@ -36,26 +36,13 @@ MAIN, SHORT, THROTTLED = "vend", "vend_short", "vend_throttled"
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with vending_moto(BUCKET) as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
-def sts(moto: str) -> Iterator[FakeSts]:
-    with fake_sts(moto) as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def proxy(moto: str, sts: FakeSts, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def proxy(moto: str, sts: FakeSts, serve: Serve) -> ProxyProcess:
+    prepare_vending(moto, BUCKET)
     config = vending_catalog_config(MAIN, moto, sts.url, BUCKET)
     # Reused for at most ~2 s: expiry and refresh are observable in a test.
     config += vending_catalog_config(SHORT, moto, sts.url, BUCKET, refresh_margin_seconds="898")
     config += vending_catalog_config(THROTTLED, moto, sts.url, BUCKET, sts_max_attempts="3", sts_backoff_seconds="0.05")
-    server = ProxyProcess(tmp_path_factory.mktemp("vending-proxy"), config).start()
-    yield server
-    server.stop()
+    return serve(config, "vending-proxy")
 
 
 def api(proxy: ProxyProcess, catalog: str = MAIN) -> httpx.Client:

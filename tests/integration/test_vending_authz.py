@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.fake_sts import FakeSts, fake_sts
+from tests.support.fake_sts import FakeSts
 from tests.support.iam_policy import allowed, object_arn
 from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client
-from tests.support.server import ProxyProcess
-from tests.support.vending import DELEGATION, vending_catalog_config, vending_moto
+from tests.support.server import ProxyProcess, Serve
+from tests.support.vending import DELEGATION, prepare_vending, vending_catalog_config
 
 BUCKET = "irc-vending-authz"
 CATALOG = "vend"
@@ -27,29 +27,13 @@ TABLE = f"/v1/{CATALOG}/namespaces/shop/tables/orders"
 
 
 @pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with vending_moto(BUCKET) as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
-def sts(moto: str) -> Iterator[FakeSts]:
-    with fake_sts(moto) as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def proxy(moto: str, sts: FakeSts, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def proxy(moto: str, sts: FakeSts, serve: Serve) -> ProxyProcess:
+    prepare_vending(moto, BUCKET)
     config = (
         f'[auth]\nmode = "oauth2"\nadmins = ["root"]\n[[auth.clients]]\nid = "root"\n'
         f'secret_hash = "{hash_secret(ROOT_SECRET)}"\nprincipal = "root"\n'
     )
-    server = ProxyProcess(
-        tmp_path_factory.mktemp("vend-authz"), config + vending_catalog_config(CATALOG, moto, sts.url, BUCKET)
-    )
-    server.start()
-    yield server
-    server.stop()
+    return serve(config + vending_catalog_config(CATALOG, moto, sts.url, BUCKET), "vend-authz")
 
 
 @pytest.fixture(scope="module")

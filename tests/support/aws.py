@@ -38,35 +38,30 @@ def client(service: str, endpoint: str):  # type: ignore[no-untyped-def]
     )
 
 
-def glue_catalog_config(
-    name: str, endpoint: str, warehouse: str, *, s3_endpoint: str | None = None, max_attempts: int = 2, **extra: str
-) -> str:
-    """A ``[catalogs.NAME]`` TOML table for a Glue catalog on the moto server.
-
-    S3 is moto's too unless ``s3_endpoint`` names another (a store that is down or never answers).
-    """
-    lines = [
-        f"[catalogs.{name}]",
-        'kind = "glue"',
-        f'warehouse = "{warehouse}"',
-        f'region = "{REGION}"',
-        f'catalog_id = "{ACCOUNT}"',
-        f'endpoint_url = "{endpoint}"',
-        f's3_endpoint_url = "{s3_endpoint or endpoint}"',
-        f'access_key_id = "{ACCESS_KEY}"',
-        f'secret_access_key = "{SECRET_KEY}"',
-        f"max_attempts = {max_attempts}",
-    ] + [f"{key} = {value}" for key, value in extra.items()]
-    return "\n".join(lines) + "\n"
+def glue_catalog_config(name: str, endpoint: str, warehouse: str, **extra: str) -> str:
+    """A ``[catalogs.NAME]`` TOML table for a Glue catalog on the moto server; ``extra`` adds or replaces keys."""
+    keys = {
+        "kind": '"glue"',
+        "warehouse": f'"{warehouse}"',
+        "region": f'"{REGION}"',
+        "catalog_id": f'"{ACCOUNT}"',
+        "endpoint_url": f'"{endpoint}"',
+        "s3_endpoint_url": f'"{endpoint}"',
+        "access_key_id": f'"{ACCESS_KEY}"',
+        "secret_access_key": f'"{SECRET_KEY}"',
+        "max_attempts": "2",
+    } | extra
+    return "\n".join([f"[catalogs.{name}]"] + [f"{key} = {value}" for key, value in keys.items()]) + "\n"
 
 
 def glue_on_s3_config(endpoint: str, s3_endpoint: str, max_attempts: int) -> str:
-    """Catalog ``local``: Glue on moto, warehouse ``s3://lake/wh`` (path-style) on the S3 at ``s3_endpoint``."""
+    """Catalog ``local``: Glue on moto, its warehouse ``s3://lake/wh`` (path-style) on the S3 at ``s3_endpoint``
+    (a store that is down, or one that never answers)."""
     return glue_catalog_config(
         "local",
         endpoint,
         "s3://lake/wh",
-        s3_endpoint=s3_endpoint,
-        max_attempts=max_attempts,
+        s3_endpoint_url=f'"{s3_endpoint}"',
         s3_path_style_access="true",
+        max_attempts=str(max_attempts),
     )

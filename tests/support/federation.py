@@ -55,9 +55,13 @@ def start_remote(workdir: Path) -> ProxyProcess:
     return ProxyProcess(workdir, remote_config()).start()
 
 
+def front_config(*catalogs: str) -> str:
+    """A front proxy's config (no auth of its own): a local catalog first, then ``catalogs``."""
+    return '[catalogs.local]\nkind = "local"\n' + "".join(catalogs)
+
+
 def start_front(workdir: Path, *catalogs: str) -> ProxyProcess:
-    """A front proxy (no auth of its own) with a local catalog first, then ``catalogs``."""
-    return ProxyProcess(workdir, '[catalogs.local]\nkind = "local"\n' + "".join(catalogs)).start()
+    return ProxyProcess(workdir, front_config(*catalogs)).start()
 
 
 def token(url: str, client_id: str = FRONT_CLIENT, secret: str = FRONT_SECRET) -> str:

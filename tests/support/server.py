@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 
@@ -18,6 +19,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def write_config(workdir: Path, config: str = "") -> Path:
+    """``workdir/irc-proxy.toml``: ``config`` with ``data_dir`` set to ``workdir/data``."""
+    path = workdir / "irc-proxy.toml"
+    path.write_text(f'data_dir = "{workdir / "data"}"\n{config}', encoding="utf-8")
+    return path
+
+
 class ProxyProcess:
     """One ``irc-proxy serve`` subprocess with its own config file and data directory."""
 
@@ -25,8 +33,7 @@ class ProxyProcess:
         self.workdir = workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.config_path = workdir / "irc-proxy.toml"
-        self.config_path.write_text(f'data_dir = "{workdir / "data"}"\n{config}', encoding="utf-8")
+        self.config_path = write_config(workdir, config)
         self.log_path = workdir / "proxy.log"
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("IRC_PROXY_")} | (env or {})
         self._process: subprocess.Popen[bytes] | None = None
@@ -72,3 +79,9 @@ class ProxyProcess:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+class Serve(Protocol):
+    """The ``serve`` fixture (tests/integration/conftest.py): a started ``ProxyProcess`` for ``config``."""
+
+    def __call__(self, config: str = "", label: str = "proxy") -> ProxyProcess: ...

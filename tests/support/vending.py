@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
-from tests.support.aws import ACCESS_KEY, SECRET_KEY, client, glue_catalog_config, moto_server
+from tests.support.aws import ACCESS_KEY, SECRET_KEY, client, glue_catalog_config
 
 ROLE_ARN = "arn:aws:iam::123456789012:role/irc-vended"
 DELEGATION = {"X-Iceberg-Access-Delegation": "vended-credentials"}
@@ -83,12 +81,7 @@ def with_keys(config: str, keys: tuple[str, str]) -> str:
     return config.replace(f'"{ACCESS_KEY}"', f'"{keys[0]}"').replace(f'"{SECRET_KEY}"', f'"{keys[1]}"')
 
 
-@contextmanager
-def vending_moto(bucket: str) -> Iterator[str]:
-    """A fresh moto server with ``bucket`` and the vended role; reset again afterwards."""
-    with moto_server() as endpoint:
-        httpx.post(f"{endpoint}/moto-api/reset")
-        client("s3", endpoint).create_bucket(Bucket=bucket)
-        create_role(client("iam", endpoint))
-        yield endpoint
-        httpx.post(f"{endpoint}/moto-api/reset")
+def prepare_vending(moto: str, bucket: str) -> None:
+    """Create ``bucket`` and the vended role on an empty moto."""
+    client("s3", moto).create_bucket(Bucket=bucket)
+    create_role(client("iam", moto))
