@@ -15,22 +15,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.aws import REGION, glue_catalog_config, moto_server
-from tests.support.fake_sts import FakeSts, fake_sts
+from tests.support.aws import REGION, glue_catalog_config
+from tests.support.fake_sts import FakeSts
+from tests.support.in_process import InProcessProxy, ServeInProcess
 from tests.support.rest import SCHEMA, assert_error, ns_path
-from tests.support.server import ProxyProcess
-from tests.support.vending import ROLE_ARN, SIGNING, enforce_iam, relax_iam, with_keys
+from tests.support.vending import ROLE_ARN, SIGNING, enforce_iam, with_keys
 
 BUCKET = "irc-signing"
 CATALOG = "signed"
-
-
-@pytest.fixture(scope="module")
-def moto() -> Iterator[str]:
-    with moto_server() as endpoint:
-        httpx.post(f"{endpoint}/moto-api/reset")
-        yield endpoint
-        relax_iam(endpoint)
 
 
 @pytest.fixture(scope="module")
@@ -39,29 +31,19 @@ def user_keys(moto: str) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def sts(moto: str) -> Iterator[FakeSts]:
-    with fake_sts(moto) as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def proxy(
-    moto: str, sts: FakeSts, user_keys: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ProxyProcess]:
+def proxy(moto: str, sts: FakeSts, user_keys: tuple[str, str], serve_in_process: ServeInProcess) -> InProcessProxy:
     config = with_keys(glue_catalog_config(CATALOG, moto, f"s3://{BUCKET}/wh", s3_path_style_access="true"), user_keys)
     config += (
         f"[catalogs.{CATALOG}.vending]\n"
         f'role_arn = "{ROLE_ARN}"\nsts_endpoint_url = "{sts.url}"\n'
         f's3_endpoint_url = "{moto}"\ns3_path_style_access = true\nsession_tags = false\n'
     )
-    server = ProxyProcess(tmp_path_factory.mktemp("signing-proxy"), config).start()
-    yield server
-    server.stop()
+    return serve_in_process(config, "signing-proxy")
 
 
 @pytest.fixture
-def http(proxy: ProxyProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{proxy.url}/v1/{CATALOG}", timeout=60) as session:
+def http(proxy: InProcessProxy) -> Iterator[httpx.Client]:
+    with proxy.client(f"/v1/{CATALOG}", timeout=60) as session:
         yield session
 
 
@@ -89,7 +71,7 @@ def sign_path(ns: str, name: str) -> str:
 
 
 def test_load_with_remote_signing_returns_signer_settings(
-    http: httpx.Client, proxy: ProxyProcess, ns_name: str
+    http: httpx.Client, proxy: InProcessProxy, ns_name: str
 ) -> None:
     created = make_table(http, ns_name, "t")
     config = created["config"]
@@ -165,16 +147,17 @@ def test_bad_sign_requests_are_400_or_404(http: httpx.Client, moto: str, ns_name
 
 
 def test_legacy_endpoint_signs_for_the_table_named_in_properties(
-    http: httpx.Client, proxy: ProxyProcess, moto: str, ns_name: str
+    http: httpx.Client, proxy: InProcessProxy, moto: str, ns_name: str
 ) -> None:
     created = make_table(http, ns_name, "t")
     properties = created["remote-signing-config"]["properties"]
     uri = created["metadata-location"].replace(f"s3://{BUCKET}/", f"{moto}/{BUCKET}/")
     body = {"region": REGION, "uri": uri, "method": "GET", "headers": {}, "properties": properties}
-    signed = httpx.post(f"{proxy.url}/v1/aws/s3/sign", json=body)
-    assert signed.status_code == 200, signed.text
-    assert httpx.get(uri, headers=flat(signed.json()["headers"])).status_code == 200
-    sibling = body | {"uri": f"{moto}/{BUCKET}/wh/{ns_name}/other/x"}
-    assert_error(httpx.post(f"{proxy.url}/v1/aws/s3/sign", json=sibling), 403, "ForbiddenException")
-    anonymous = body | {"properties": {}}
-    assert_error(httpx.post(f"{proxy.url}/v1/aws/s3/sign", json=anonymous), 400, "BadRequestException")
+    with proxy.client() as plain:
+        signed = plain.post("/v1/aws/s3/sign", json=body)
+        assert signed.status_code == 200, signed.text
+        assert httpx.get(uri, headers=flat(signed.json()["headers"])).status_code == 200
+        sibling = body | {"uri": f"{moto}/{BUCKET}/wh/{ns_name}/other/x"}
+        assert_error(plain.post("/v1/aws/s3/sign", json=sibling), 403, "ForbiddenException")
+        anonymous = body | {"properties": {}}
+        assert_error(plain.post("/v1/aws/s3/sign", json=anonymous), 400, "BadRequestException")

@@ -16,8 +16,8 @@ import pytest
 from irc_proxy.handling.authn import hash_secret
 from tests.support.fake_sts import FakeSts
 from tests.support.iam_policy import allowed, object_arn
-from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client
-from tests.support.server import ProxyProcess, Serve
+from tests.support.in_process import InProcessProxy, ServeInProcess
+from tests.support.rest import MGMT, SCHEMA, assert_error, token_of
 from tests.support.vending import DELEGATION, prepare_vending, vending_catalog_config
 
 BUCKET = "irc-vending-authz"
@@ -27,19 +27,25 @@ TABLE = f"/v1/{CATALOG}/namespaces/shop/tables/orders"
 
 
 @pytest.fixture(scope="module")
-def proxy(moto: str, sts: FakeSts, serve: Serve) -> ProxyProcess:
+def proxy(moto: str, sts: FakeSts, serve_in_process: ServeInProcess) -> InProcessProxy:
     prepare_vending(moto, BUCKET)
     config = (
         f'[auth]\nmode = "oauth2"\nadmins = ["root"]\n[[auth.clients]]\nid = "root"\n'
         f'secret_hash = "{hash_secret(ROOT_SECRET)}"\nprincipal = "root"\n'
     )
-    return serve(config + vending_catalog_config(CATALOG, moto, sts.url, BUCKET), "vend-authz")
+    return serve_in_process(config + vending_catalog_config(CATALOG, moto, sts.url, BUCKET), "vend-authz")
 
 
 @pytest.fixture(scope="module")
-def callers(proxy: ProxyProcess) -> Iterator[dict[str, httpx.Client]]:
+def callers(proxy: InProcessProxy) -> Iterator[dict[str, httpx.Client]]:
     """Clients of principals with different grants on namespace ``shop`` (table ``orders`` exists)."""
-    root = bearer_client(proxy.url, "root", ROOT_SECRET)
+
+    def bearer_client(client_id: str, secret: str) -> httpx.Client:
+        with proxy.client() as plain:
+            token = token_of(plain, client_id, secret)
+        return proxy.client(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+    root = bearer_client("root", ROOT_SECRET)
     assert root.post(f"/v1/{CATALOG}/namespaces", json={"namespace": ["shop"]}).status_code == 200
     created = root.post(f"/v1/{CATALOG}/namespaces/shop/tables", json={"name": "orders", "schema": SCHEMA})
     assert created.status_code == 200, created.text
@@ -56,7 +62,7 @@ def callers(proxy: ProxyProcess) -> Iterator[dict[str, httpx.Client]]:
             grant = {"catalog": CATALOG, "namespace": ["shop"], "privilege": privilege}
             assert root.post(f"{MGMT}/roles/{name}/grants", json=grant).status_code == 201
         principal = root.post(f"{MGMT}/principals", json={"name": name, "roles": [name]}).json()
-        clients[name] = bearer_client(proxy.url, name, principal["credentials"]["client-secret"])
+        clients[name] = bearer_client(name, principal["credentials"]["client-secret"])
     yield clients
     for session in clients.values():
         session.close()

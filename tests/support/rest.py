@@ -51,8 +51,14 @@ def assert_error(response: httpx.Response, status: int, type_name: str, message:
 
 def issue_token(url: str, client_id: str, secret: str, **form: str) -> str:
     """A bearer token from the proxy's ``/v1/oauth/tokens`` (client-credentials grant)."""
+    with httpx.Client(base_url=url, timeout=30) as http:
+        return token_of(http, client_id, secret, **form)
+
+
+def token_of(http: httpx.Client, client_id: str, secret: str, **form: str) -> str:
+    """``issue_token`` through a client of the proxy (an in-process one, say)."""
     data = {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret} | form
-    response = httpx.post(f"{url}/v1/oauth/tokens", data=data, timeout=30)
+    response = http.post("/v1/oauth/tokens", data=data)
     assert response.status_code == 200, response.text
     return str(response.json()["access_token"])
 
