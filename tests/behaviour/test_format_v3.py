@@ -150,6 +150,7 @@ V3_FIELDS = [
     {"id": 4, "name": "u", "type": "unknown", "required": False},
     {"id": 5, "name": "g", "type": "geometry", "required": False},
     {"id": 6, "name": "n", "type": "int", "required": False, "initial-default": 7, "write-default": 8},
+    {"id": 7, "name": "geo", "type": "geography", "required": False},
 ]
 
 
@@ -158,7 +159,7 @@ def test_v3_types_and_defaults_round_trip(client: httpx.Client, ns_name: str) ->
     schema = {"type": "struct", "schema-id": 0, "fields": V3_FIELDS}
     created = create_table(client, (ns_name,), "t", schema=schema, properties={"format-version": "3"})
     assert created["metadata"]["schemas"][0]["fields"] == V3_FIELDS
-    added = {"id": 7, "name": "s", "type": "string", "required": False, "initial-default": "x", "write-default": "y"}
+    added = {"id": 8, "name": "s", "type": "string", "required": False, "initial-default": "x", "write-default": "y"}
     evolved = {"type": "struct", "schema-id": 1, "fields": [*V3_FIELDS, added]}
     url = table_url((ns_name,), "t")
     metadata = commit(
@@ -190,3 +191,11 @@ def test_stale_blind_append_on_v3_is_409_not_rebased(client: httpx.Client, ns_na
     assert_error(client.post(url, json=blind), 409, "CommitFailedException", "not rebased")
     metadata = client.get(url).json()["metadata"]
     assert (metadata["current-snapshot-id"], metadata["next-row-id"]) == (1, 5)
+
+
+def test_a_variant_column_is_a_clear_400(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    schema = {"type": "struct", "fields": [{"id": 1, "name": "v", "type": "variant", "required": False}]}
+    body = {"name": "t", "schema": schema, "properties": {"format-version": "3"}}
+    response = client.post(f"/v1/local/namespaces/{ns_name}/tables", json=body)
+    assert_error(response, 400, "BadRequestException")
