@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.server import ProxyProcess, free_port
+from tests.support.server import ProxyProcess, Serve, free_port
 
 SECRET = "audit-secret"
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
@@ -47,15 +47,13 @@ def webhook() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def audited(tmp_path_factory: pytest.TempPathFactory, webhook: str) -> Iterator[ProxyProcess]:
+def audited(webhook: str, serve: Serve) -> ProxyProcess:
     config = f'[audit]\nlog = true\n[audit.webhook]\nurl = "{webhook}"\ncloudevents = true\n'
-    server = ProxyProcess(tmp_path_factory.mktemp("audited"), config).start()
-    yield server
-    server.stop()
+    return serve(config, "audited")
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def secured(serve: Serve) -> ProxyProcess:
     """oauth2, with a webhook nobody listens on (it must not slow or fail requests)."""
     config = f'''
 [auth]
@@ -72,9 +70,7 @@ backoff_seconds = 0.2
 [audit]
 flush_timeout_seconds = 0.5
 '''
-    server = ProxyProcess(tmp_path_factory.mktemp("secured"), config).start()
-    yield server
-    server.stop()
+    return serve(config, "secured")
 
 
 def records(proxy: ProxyProcess, request_id: str, wait: float = 10.0) -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 SECRET = "s3cret-for-spark"
 CLIENTS = f'''
@@ -38,14 +37,12 @@ def signing_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[RSAKey, Path]
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory, signing_key: tuple[RSAKey, Path]) -> Iterator[ProxyProcess]:
+def secured(signing_key: tuple[RSAKey, Path], serve: Serve) -> ProxyProcess:
     config = (
         f'[auth]\nmode = "oauth2"\nadmins = ["svc-spark"]\nsigning_key_file = "{signing_key[1]}"\n'
         "token_lifetime_seconds = 600\n"
     )
-    server = ProxyProcess(tmp_path_factory.mktemp("secured"), config + CLIENTS).start()
-    yield server
-    server.stop()
+    return serve(config + CLIENTS, "secured")
 
 
 def get_token(url: str, client_id: str = "spark", secret: str = SECRET, **form: str) -> httpx.Response:

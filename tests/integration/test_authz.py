@@ -22,7 +22,7 @@ from tests.support.rest import (
     ns_path,
     table_url,
 )
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 ROOT_SECRET = "root-secret-for-tests"
 CONFIG = f'''
@@ -38,10 +38,8 @@ principal = "root"
 
 
 @pytest.fixture(scope="module")
-def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    server = ProxyProcess(tmp_path_factory.mktemp("authz"), CONFIG).start()
-    yield server
-    server.stop()
+def proxy(serve: Serve) -> ProxyProcess:
+    return serve(CONFIG, "authz")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.support.rest import assert_error
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 LIMITS = """
 [server]
@@ -24,10 +24,8 @@ log_format = "json"
 
 
 @pytest.fixture(scope="module")
-def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    server = ProxyProcess(tmp_path_factory.mktemp("limits"), LIMITS).start()
-    yield server
-    server.stop()
+def limited(serve: Serve) -> ProxyProcess:
+    return serve(LIMITS, "limits")
 
 
 def big_namespace_body(size: int) -> bytes:

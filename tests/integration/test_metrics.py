@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.rest import create_namespace, create_table, ns_path, table_url
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 
 def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -33,10 +32,8 @@ def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: st
 
 
 @pytest.fixture(scope="module")
-def metered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
-    server = ProxyProcess(tmp_path_factory.mktemp("metrics")).start()
-    yield server
-    server.stop()
+def metered(serve: Serve) -> ProxyProcess:
+    return serve(label="metrics")
 
 
 def test_requests_are_counted_by_route_status_and_catalog(metered: ProxyProcess) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -17,14 +16,14 @@ import pytest
 
 from irc_proxy.handling.authn import hash_secret
 from tests.support.rest import MGMT
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 SECRETS = {"root": "root-secret-for-throttle", "spark": "spark-secret-for-throttle", "other": "other-secret-42"}
 PER_CLIENT, PER_ADDRESS = 3, 5
 
 
 @pytest.fixture(scope="module")
-def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def proxy(serve: Serve) -> ProxyProcess:
     clients = "".join(
         f'[[auth.clients]]\nid = "{name}"\nsecret_hash = "{hash_secret(secret)}"\n' for name, secret in SECRETS.items()
     )
@@ -33,9 +32,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
         f"max_failed_logins_per_address = {PER_ADDRESS}\nfailed_login_window_seconds = 120\n"
         "max_concurrent_hashes = 1\nhash_wait_seconds = 0\n" + clients
     )
-    server = ProxyProcess(tmp_path_factory.mktemp("throttle"), config).start()
-    yield server
-    server.stop()
+    return serve(config, "throttle")
 
 
 def login(url: str, client_id: str, secret: str, address: str) -> httpx.Response:
