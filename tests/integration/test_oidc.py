@@ -9,6 +9,7 @@ import httpx
 import pytest
 from joserfc.jwk import RSAKey
 
+from tests.support.in_process import InProcessProxy, ServeInProcess
 from tests.support.oidc import OidcIssuer
 from tests.support.server import ProxyProcess
 
@@ -21,25 +22,24 @@ def issuer() -> Iterator[OidcIssuer]:
 
 
 @pytest.fixture(scope="module")
-def proxy_oidc(tmp_path_factory: pytest.TempPathFactory, issuer: OidcIssuer) -> Iterator[ProxyProcess]:
+def proxy_oidc(issuer: OidcIssuer, serve_in_process: ServeInProcess) -> InProcessProxy:
     config = (
         f'[auth]\nmode = "oidc"\nauthorization = "none"\n[auth.oidc]\nissuer = "{issuer.url}"\naudience = "irc-proxy"\n'
         'principal_claim = "email"\nroles_claim = "groups"\njwks_min_refresh_seconds = 0\n'
     )
-    server = ProxyProcess(tmp_path_factory.mktemp("oidc"), config).start()
-    yield server
-    server.stop()
+    return serve_in_process(config, "oidc")
 
 
-def status(proxy: ProxyProcess, token: str) -> httpx.Response:
-    return httpx.get(f"{proxy.url}/v1/namespaces", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+def status(proxy: InProcessProxy, token: str) -> httpx.Response:
+    with proxy.client(timeout=30) as http:
+        return http.get("/v1/namespaces", headers={"Authorization": f"Bearer {token}"})
 
 
-def test_token_from_the_issuer_is_accepted(proxy_oidc: ProxyProcess, issuer: OidcIssuer) -> None:
+def test_token_from_the_issuer_is_accepted(proxy_oidc: InProcessProxy, issuer: OidcIssuer) -> None:
     assert status(proxy_oidc, issuer.token(email="alice@example.com", groups=["eng"])).status_code == 200
 
 
-def test_wrong_audience_issuer_expiry_or_key_is_401(proxy_oidc: ProxyProcess, issuer: OidcIssuer) -> None:
+def test_wrong_audience_issuer_expiry_or_key_is_401(proxy_oidc: InProcessProxy, issuer: OidcIssuer) -> None:
     forged = RSAKey.generate_key(2048, parameters={"kid": issuer.key.kid})
     for token in (
         issuer.token(audience="other", email="a@x"),
@@ -53,7 +53,7 @@ def test_wrong_audience_issuer_expiry_or_key_is_401(proxy_oidc: ProxyProcess, is
         assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_rotated_key_is_fetched_on_unknown_kid(proxy_oidc: ProxyProcess, issuer: OidcIssuer) -> None:
+def test_rotated_key_is_fetched_on_unknown_kid(proxy_oidc: InProcessProxy, issuer: OidcIssuer) -> None:
     assert status(proxy_oidc, issuer.token(email="a@x")).status_code == 200
     before = issuer.jwks_requests
     assert status(proxy_oidc, issuer.token(email="a@x")).status_code == 200
@@ -63,8 +63,9 @@ def test_rotated_key_is_fetched_on_unknown_kid(proxy_oidc: ProxyProcess, issuer:
     assert issuer.jwks_requests == before + 1
 
 
-def test_oidc_mode_serves_no_token_endpoint(proxy_oidc: ProxyProcess) -> None:
-    response = httpx.post(f"{proxy_oidc.url}/v1/oauth/tokens", data={"grant_type": "client_credentials"})
+def test_oidc_mode_serves_no_token_endpoint(proxy_oidc: InProcessProxy) -> None:
+    with proxy_oidc.client() as http:
+        response = http.post("/v1/oauth/tokens", data={"grant_type": "client_credentials"})
     assert response.status_code in (401, 404)
 
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.integration.security.conftest import Target
+from tests.support.in_process import ServeInProcess
 from tests.support.rest import SCHEMA, assert_error, create_namespace, create_table, table_url
 from tests.support.server import ProxyProcess
 
@@ -108,13 +109,10 @@ def test_drop_then_register_own_metadata_under_the_same_name(client: httpx.Clien
 
 
 @pytest.fixture(scope="module")
-def overlapping(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    workdir = tmp_path_factory.mktemp("overlap-allowed")
+def overlapping(serve_in_process: ServeInProcess) -> Iterator[httpx.Client]:
     config = "[catalogs.local]\nallow_overlapping_locations = true\n"
-    server = ProxyProcess(workdir, config).start()
-    with httpx.Client(base_url=server.url, timeout=60) as http:
+    with serve_in_process(config, "overlap-allowed").client(timeout=60) as http:
         yield http
-    server.stop()
 
 
 def test_overlap_is_allowed_when_the_catalog_says_so(overlapping: httpx.Client) -> None:
