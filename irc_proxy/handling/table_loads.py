@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from irc_proxy.handling import delegation
+from irc_proxy.handling import audit_objects, delegation
 from irc_proxy.handling.access import Access
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.delegation import Asked, Granted
@@ -37,6 +37,7 @@ async def create_table(
     access: Access, catalog: Catalog, namespace: Namespace, create: TableCreate, asked: Asked
 ) -> TableResult:
     """Create a table (``create.location``: the requested one, or None for a default)."""
+    audit_objects.note(access.context, TableIdent(namespace, create.name))
     # Resolved once: the location vended for is the one created (a taken default gets a unique suffix).
     location = await catalog.tables.resolve_location(namespace, create.name, create.location)
     # Checked and vended before anything is written: a refused location or an STS failure creates nothing.
@@ -49,6 +50,7 @@ async def create_table(
 async def register_table(
     access: Access, catalog: Catalog, ident: TableIdent, metadata_location: str, overwrite: bool, asked: Asked
 ) -> TableResult:
+    audit_objects.note(access.context, ident)
     locations = await delegation.register_locations(catalog, metadata_location)
     granted = await delegation.table_access(access, catalog, ident, locations, asked)
     loaded = await catalog.tables.register(ident.namespace, ident.name, metadata_location, overwrite)

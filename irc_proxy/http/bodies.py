@@ -44,7 +44,7 @@ class TableIdentifier(_Body):
 
     @property
     def ident(self) -> TableIdent:
-        """As given (``tables.body_ident`` validates it for the handler)."""
+        """As given (``handling.commit_bodies.body_ident`` validates it for the handler)."""
         return TableIdent(tuple(self.namespace), self.name)
 
 

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.commit_bodies import Offload
 from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
 from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
@@ -64,12 +65,6 @@ def principal(request: Request) -> str:
 def roles(request: Request) -> tuple[str, ...]:
     """The caller's roles from its token (empty without authentication)."""
     return context(request).roles
-
-
-def audit_object(request: Request, *objects: TableIdent | Namespace) -> None:
-    """Name the objects an operation acts on for its audit record, when the path alone does not."""
-    names = [str(o) if isinstance(o, TableIdent) else ".".join(o) for o in objects]
-    context(request).audit.object = ", ".join(names)
 
 
 def decode_namespace(segment: str, separator: str) -> Namespace:
@@ -222,6 +217,15 @@ async def off_loop(request: Request, work: Callable[[], R]) -> R:
         return work()
     threads: ThreadRunner = request.state.threads
     return await threads.run(work)
+
+
+def offload(request: Request) -> Offload:
+    """Where a handler parses this request's body: ``off_loop`` (the worker pool for a large body)."""
+
+    async def run(work: Callable[[], R]) -> R:
+        return await off_loop(request, work)
+
+    return run
 
 
 def validate_model(model: type[M], data: Any) -> M:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import table_loads, table_ops
-from irc_proxy.handling.commit_bodies import Offload
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.tables import TableCreate
 from irc_proxy.http import access, credentials, parsing, responses
@@ -33,18 +29,6 @@ from irc_proxy.http.responses import (
     no_content,
 )
 
-R = TypeVar("R")
-
-
-def offload(request: Request) -> Offload:
-    """Where a handler parses this request's commit: on the event loop for a small body, in the worker pool
-    for a large one (``parsing.off_loop``)."""
-
-    async def run(work: Callable[[], R]) -> R:
-        return await parsing.off_loop(request, work)
-
-    return run
-
 
 async def list_tables(request: Request) -> Response:
     catalog, context = parsing.catalog(request), parsing.context(request)
@@ -55,7 +39,6 @@ async def list_tables(request: Request) -> Response:
 async def create_table(request: Request) -> Response:
     namespace = parsing.namespace_param(request)
     body = await parsing.body_model(request, CreateTableRequest)
-    parsing.audit_object(request, TableIdent(namespace, body.name))
     create = TableCreate(
         name=body.name,
         schema=body.table_schema,
@@ -74,7 +57,6 @@ async def create_table(request: Request) -> Response:
 async def register_table(request: Request) -> Response:
     body = await parsing.body_model(request, RegisterTableRequest)
     ident = TableIdent(parsing.namespace_param(request), body.name)
-    parsing.audit_object(request, ident)
     catalog, asked = parsing.catalog(request), credentials.asked(request)
     result = await table_loads.register_table(
         access.of(request), catalog, ident, body.metadata_location, body.overwrite, asked
@@ -109,7 +91,7 @@ async def commit_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
     body = await parsing.body_model(request, CommitTableRequest)  # parsed once (authorization read it too)
-    loaded = await table_ops.commit_table(catalog, ident, body, CommitLimits.of(request), offload(request))
+    loaded = await table_ops.commit_table(catalog, ident, body, CommitLimits.of(request), parsing.offload(request))
     assert loaded.metadata_location is not None
     body_bytes = await responses.commit_table_body(request, loaded)
     return Response(body_bytes, media_type="application/json", headers={"ETag": etag(loaded.metadata_location, "all")})
@@ -118,7 +100,7 @@ async def commit_table(request: Request) -> Response:
 async def commit_transaction(request: Request) -> Response:
     catalog, context = parsing.catalog(request), parsing.context(request)
     body = await parsing.body_model(request, CommitTransactionRequest)
-    await table_ops.commit_transaction(context, catalog, body, CommitLimits.of(request), offload(request))
+    await table_ops.commit_transaction(context, catalog, body, CommitLimits.of(request), parsing.offload(request))
     return no_content()
 
 

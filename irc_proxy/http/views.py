@@ -13,7 +13,6 @@ from irc_proxy.http import parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import identifier, json_response, no_content
-from irc_proxy.http.tables import offload
 
 
 def load_view_response(view: LoadedView) -> Response:
@@ -49,7 +48,9 @@ async def replace_view(request: Request) -> Response:
     ident = parsing.table_param(request, "view")
     body = await parsing.body_model(request, CommitViewRequest)
     catalog, context, limits = parsing.catalog(request), parsing.context(request), CommitLimits.of(request)
-    return load_view_response(await view_ops.replace_view(context, catalog, ident, body, limits, offload(request)))
+    return load_view_response(
+        await view_ops.replace_view(context, catalog, ident, body, limits, parsing.offload(request))
+    )
 
 
 async def drop_view(request: Request) -> Response:
