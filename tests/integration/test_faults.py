@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from tests.support.aws import client, glue_catalog_config, moto_server
+from tests.support.aws import client, glue_catalog_config
 from tests.support.faults import FaultProxy, fault_proxy
 from tests.support.postgres import scratch_database
 from tests.support.rest import SCHEMA, assert_error, ns_path
@@ -64,20 +64,15 @@ def _assert_old_or_new(http: httpx.Client, url: str, old_location: str, key: str
 
 # Glue on moto, behind the fault proxy ---------------------------------------------------------------
 @pytest.fixture(scope="module")
-def glue_fault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FaultProxy, ProxyProcess, Any]]:
-    with moto_server() as moto:
-        httpx.post(f"{moto}/moto-api/reset")
-        parsed = urlparse(moto)
-        with fault_proxy(parsed.hostname or "127.0.0.1", parsed.port or 80) as fault:
-            warehouse = tmp_path_factory.mktemp("faults-glue-warehouse").as_uri()
-            # max_attempts = 2 (GLUE_ATTEMPTS) comes with glue_catalog_config.
-            config = glue_catalog_config(
-                "glue", f"http://{fault.address}", warehouse, timeout_seconds=str(GLUE_TIMEOUT)
-            )
-            proxy = ProxyProcess(tmp_path_factory.mktemp("faults-glue-proxy"), config).start()
-            yield fault, proxy, client("glue", moto)
-            proxy.stop()
-        httpx.post(f"{moto}/moto-api/reset")  # moto's state is process-wide: leave it empty
+def glue_fault(moto: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FaultProxy, ProxyProcess, Any]]:
+    parsed = urlparse(moto)
+    with fault_proxy(parsed.hostname or "127.0.0.1", parsed.port or 80) as fault:
+        warehouse = tmp_path_factory.mktemp("faults-glue-warehouse").as_uri()
+        # max_attempts = 2 (GLUE_ATTEMPTS) comes with glue_catalog_config.
+        config = glue_catalog_config("glue", f"http://{fault.address}", warehouse, timeout_seconds=str(GLUE_TIMEOUT))
+        proxy = ProxyProcess(tmp_path_factory.mktemp("faults-glue-proxy"), config).start()
+        yield fault, proxy, client("glue", moto)
+        proxy.stop()
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 SPEC = Path(__file__).resolve().parents[2] / "openapi" / "rest-catalog-open-api.yaml"
 SEED = int(os.environ.get("IRC_PROXY_SCHEMATHESIS_SEED", "20261122"))
@@ -38,9 +37,9 @@ ERROR_RESPONSE = "#/components/schemas/IcebergErrorResponse"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def served(serve: Serve) -> ProxyProcess:
     """A proxy of its own (the run creates and drops many objects), seeded with the spec's example names."""
-    server = ProxyProcess(tmp_path_factory.mktemp("schemathesis-proxy")).start()
+    server = serve(label="schemathesis-proxy")
     with httpx.Client(base_url=server.url, timeout=30) as http:
         for namespace in (["accounting"], ["accounting", "tax"]):
             assert http.post("/v1/local/namespaces", json={"namespace": namespace}).status_code == 200
@@ -61,8 +60,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
         }
         created = http.post("/v1/local/namespaces/accounting%1Ftax/views", json=view)
         assert created.status_code == 200, created.text
-    yield server
-    server.stop()
+    return server
 
 
 def _served_spec(advertised: set[str]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.aws import glue_catalog_config, moto_server
+from tests.support.aws import glue_catalog_config
 from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client, table_url
 from tests.support.server import ProxyProcess
 
@@ -53,14 +53,15 @@ def _serve(workdir: Path, catalog: str) -> Iterator[Audited]:
 
 @pytest.fixture(scope="module", params=["local", "glue"])
 def audited(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Audited]:
+    """Once with a local catalog, once with Glue on the module's moto."""
     workdir = tmp_path_factory.mktemp(f"audit-denied-{request.param}")
     warehouse = workdir / "warehouse"
     warehouse.mkdir()
     if request.param == "local":
         yield from _serve(workdir, f'[catalogs.local]\nwarehouse = "{warehouse.as_uri()}"\n')
         return
-    with moto_server() as endpoint:
-        yield from _serve(workdir, glue_catalog_config("local", endpoint, warehouse.as_uri()))
+    moto = request.getfixturevalue("moto")
+    yield from _serve(workdir, glue_catalog_config("local", moto, warehouse.as_uri()))
 
 
 def _principal(audited: Audited, name: str, *grants: dict[str, Any]) -> httpx.Client:

@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from tests.integration.security.conftest import SECRET_TEXT, Target
-from tests.support.aws import glue_on_s3_config, moto_server
+from tests.support.aws import glue_on_s3_config
 from tests.support.rest import assert_error, create_namespace, create_table, table_url
-from tests.support.server import ProxyProcess
+from tests.support.server import ProxyProcess, Serve
 
 LEAK = "do-not-leak-this-line"
 MAX_METADATA_BYTES = 64 * 1024 * 1024
@@ -181,15 +181,10 @@ def black_hole() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def s3_proxy(tmp_path_factory: pytest.TempPathFactory, black_hole: str) -> Iterator[ProxyProcess]:
+def s3_proxy(black_hole: str, moto: str, serve: Serve) -> ProxyProcess:
     """A Glue catalog (moto) whose S3 endpoint is the black hole, with a small storage timeout."""
-    with moto_server() as endpoint:
-        workdir = tmp_path_factory.mktemp("black-hole")
-        config = f"[server]\nstorage_timeout_seconds = {STORAGE_TIMEOUT}\n"
-        config += glue_on_s3_config(endpoint, black_hole, max_attempts=2)
-        server = ProxyProcess(workdir, config).start()
-        yield server
-        server.stop()
+    config = f"[server]\nstorage_timeout_seconds = {STORAGE_TIMEOUT}\n"
+    return serve(config + glue_on_s3_config(moto, black_hole, max_attempts=2), "black-hole")
 
 
 @pytest.mark.parametrize("kind", ["", "-view"], ids=["table", "view"])

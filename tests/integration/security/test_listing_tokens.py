@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
-from tests.support.aws import glue_catalog_config, moto_server
-from tests.support.federation import rest_catalog, start_remote
+from tests.support.aws import glue_catalog_config
+from tests.support.federation import rest_catalog
 from tests.support.rest import assert_error, bearer_client, create_table, make_principal, ns_path
 from tests.support.server import ProxyProcess
 
@@ -81,8 +81,8 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         )
         yield from _deploy(workdir, catalog)
         return
-    with moto_server() as endpoint:
-        yield from _deploy(workdir, glue_catalog_config("local", endpoint, warehouse.as_uri()))
+    moto = request.getfixturevalue("moto")
+    yield from _deploy(workdir, glue_catalog_config("local", moto, warehouse.as_uri()))
 
 
 @pytest.fixture
@@ -193,8 +193,9 @@ def test_a_token_of_another_principal_parent_or_operation_is_400(
 
 # A federated (REST) catalog: the upstream's own tokens are sealed by the front for filtered listings.
 @pytest.fixture(scope="module")
-def federated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyProcess, dict[str, tuple[str, str]]]]:
-    remote = start_remote(tmp_path_factory.mktemp("listing-tokens-remote"))
+def federated(
+    remote: ProxyProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ProxyProcess, dict[str, tuple[str, str]]]]:
     workdir = tmp_path_factory.mktemp("listing-tokens-front")
     front = ProxyProcess(workdir, _config(workdir, rest_catalog("up", remote.url))).start()
     try:
@@ -206,7 +207,6 @@ def federated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyP
         yield front, principals
     finally:
         front.stop()
-        remote.stop()
 
 
 def test_federated_filtered_listing_seals_the_upstream_tokens_to_the_caller(

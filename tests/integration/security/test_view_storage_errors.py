@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.aws import glue_on_s3_config, moto_server
+from tests.support.aws import glue_on_s3_config
+from tests.support.in_process import ServeInProcess
 from tests.support.rest import SCHEMA, create_namespace
-from tests.support.server import ProxyProcess
 
 
 def _closed_port() -> int:
@@ -24,14 +24,11 @@ def _closed_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def store_down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+def store_down(moto: str, serve_in_process: ServeInProcess) -> Iterator[httpx.Client]:
     """A Glue catalog (moto) whose S3 endpoint refuses every connection."""
-    with moto_server() as endpoint:
-        config = glue_on_s3_config(endpoint, f"http://127.0.0.1:{_closed_port()}", max_attempts=1)
-        server = ProxyProcess(tmp_path_factory.mktemp("store-down"), config).start()
-        with httpx.Client(base_url=server.url, timeout=120) as http:
-            yield http
-        server.stop()
+    config = glue_on_s3_config(moto, f"http://127.0.0.1:{_closed_port()}", max_attempts=1)
+    with serve_in_process(config, "store-down").client(timeout=120) as http:
+        yield http
 
 
 def _create(kind: str, name: str) -> dict[str, Any]:
