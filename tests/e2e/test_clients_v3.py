@@ -254,3 +254,51 @@ def test_duckdb_iceberg_scan_on_the_metadata_location(
         path = urlparse(location).path
         columns = "id, category, value" if name == "events" else "id, data"
         assert fetch(duck, f"SELECT {columns} FROM iceberg_scan('{path}') ORDER BY id") == expected
+
+
+def test_duckdb_and_spark_write_one_v3_table_and_row_ids_stay_unique(
+    spark: Any, duck: duckdb.DuckDBPyConnection, catalog: RestCatalog, ns_name: str
+) -> None:
+    """DuckDB 1.5.5 writes v3 too (first-row-id/added-rows, deletion vectors): engines take turns on one table."""
+    table = f"{SPARK_CATALOG}.{ns_name}.t"
+    spark.sql(f"CREATE NAMESPACE {SPARK_CATALOG}.{ns_name}")
+    spark.sql(f"CREATE TABLE {table} (id bigint, v string) USING iceberg TBLPROPERTIES ({MOR_PROPERTIES})")
+    spark.sql(f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ id, 's' FROM range(0, 4)")
+    assert row_lineage(spark, table) == [(i, i, 1) for i in range(4)]
+
+    duck.execute(f"INSERT INTO irc.{ns_name}.t VALUES (10, 'd'), (11, 'd')")
+    duck.execute(f"DELETE FROM irc.{ns_name}.t WHERE id = 1")
+    duck.execute(f"UPDATE irc.{ns_name}.t SET v = 'du' WHERE id = 2")
+    loaded = catalog.load_table((ns_name, "t"))
+    assert_row_ids_counted(loaded)
+    assert [(s.first_row_id, s.added_rows) for s in loaded.metadata.snapshots][:2] == [(0, 4), (4, 2)]
+
+    spark.sql(f"REFRESH TABLE {table}")  # Spark's catalog caches the table it loaded
+    lineage = row_lineage(spark, table)
+    by_id = {r[0]: r for r in lineage}
+    assert sorted(by_id) == [0, 2, 3, 10, 11]
+    assert sorted((by_id[10][1], by_id[11][1])) == [4, 5] and by_id[10][2] == by_id[11][2] == 2
+    assert by_id[2][1] == 2 and by_id[2][2] == 4  # DuckDB's UPDATE kept the row id, in its own commit
+    assert [by_id[i] for i in (0, 3)] == [(0, 0, 1), (3, 3, 1)]
+
+    # Spark deletes on the file DuckDB already deleted from: still one vector per data file.
+    spark.sql(f"DELETE FROM {table} WHERE id = 3")
+    spark.sql(f"INSERT INTO {table} VALUES (20, 's')")
+    files = srows(spark, f"SELECT content, file_format, referenced_data_file FROM {table}.delete_files")
+    assert {(c, f) for c, f, _ in files} == {(1, "PUFFIN")}
+    assert len({r for _, _, r in files}) == len(files)
+    lineage = row_lineage(spark, table)
+    assert [r[0] for r in lineage] == [0, 2, 10, 11, 20]
+    assert len({r[1] for r in lineage}) == 5
+    loaded = catalog.load_table((ns_name, "t"))
+    assert_row_ids_counted(loaded)
+    assert lineage[-1][1] == loaded.metadata.next_row_id - 1
+    assert fetch(duck, f"SELECT id, v FROM irc.{ns_name}.t ORDER BY id") == [
+        (0, "s"),
+        (2, "du"),
+        (10, "d"),
+        (11, "d"),
+        (20, "s"),
+    ]
+    spark.sql(f"DROP TABLE {table} PURGE")
+    spark.sql(f"DROP NAMESPACE {SPARK_CATALOG}.{ns_name}")
