@@ -11,6 +11,7 @@ below so a pyiceberg upgrade shows up here).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from pyiceberg.table import Table
 from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.e2e.conftest import SPARK_CATALOG
-from tests.e2e.test_duckdb import connect
+from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, connect, extension_file
+from tests.support.aws import client, glue_catalog_config, moto_server
 from tests.support.server import ProxyProcess
 from tests.support.spark_v3_reference import MOR_PROPERTIES, row_lineage, upgrade_statements
 
@@ -302,3 +304,73 @@ def test_duckdb_and_spark_write_one_v3_table_and_row_ids_stay_unique(
     ]
     spark.sql(f"DROP TABLE {table} PURGE")
     spark.sql(f"DROP NAMESPACE {SPARK_CATALOG}.{ns_name}")
+
+
+# Through a Glue catalog (moto; a file:// warehouse, since Spark has no S3 FileIO here) ---------------------
+GLUE_CATALOG = "glue_v3c"
+
+
+@pytest.fixture(scope="module")
+def glue_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyProcess, str]]:
+    """A proxy whose catalog ``glue_v3c`` is Glue on moto; yields it with moto's endpoint."""
+    with moto_server() as endpoint:
+        httpx.post(f"{endpoint}/moto-api/reset")  # moto's backends are process-wide
+        warehouse = tmp_path_factory.mktemp("glue-v3c-warehouse")
+        server = ProxyProcess(
+            tmp_path_factory.mktemp("glue-v3c-proxy"), glue_catalog_config(GLUE_CATALOG, endpoint, warehouse.as_uri())
+        ).start()
+        try:
+            yield server, endpoint
+        finally:
+            server.stop()
+            httpx.post(f"{endpoint}/moto-api/reset")
+
+
+def test_spark_v3_table_on_glue_read_by_pyiceberg_and_duckdb(
+    spark: Any, glue_proxy: tuple[ProxyProcess, str], extension_dir: Path, ns_name: str
+) -> None:
+    proxy, moto = glue_proxy
+    for key, value in {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "rest", ".uri": proxy.url}.items():
+        spark.conf.set(f"spark.sql.catalog.{GLUE_CATALOG}{key}", value)
+    spark.conf.set(f"spark.sql.catalog.{GLUE_CATALOG}.warehouse", GLUE_CATALOG)
+    table = f"{GLUE_CATALOG}.{ns_name}.events"
+    spark.sql(f"CREATE NAMESPACE {GLUE_CATALOG}.{ns_name}")
+    spark.sql(
+        f"CREATE TABLE {table} (id bigint, category string) USING iceberg PARTITIONED BY (category) "
+        f"TBLPROPERTIES ({MOR_PROPERTIES})"
+    )
+    spark.sql(f"INSERT INTO {table} SELECT id, IF(id % 2 = 0, 'even', 'odd') FROM range(0, 20)")
+    spark.sql(f"DELETE FROM {table} WHERE id % 5 = 0")
+    spark.sql(f"UPDATE {table} SET category = 'odd' WHERE id = 2")
+    expected = srows(spark, f"SELECT id, category FROM {table} ORDER BY id")
+    assert [r[0] for r in expected] == [i for i in range(20) if i % 5 != 0]
+
+    # Glue's pointer names a v3 metadata file.
+    glue_table = client("glue", moto).get_table(DatabaseName=ns_name, Name="events")["Table"]
+    pointer = glue_table["Parameters"]["metadata_location"]
+    metadata = json.loads(Path(urlparse(pointer).path).read_text())
+    assert metadata["format-version"] == 3
+    assert metadata["next-row-id"] == sum(s["added-rows"] for s in metadata["snapshots"]) == 21
+
+    catalog = RestCatalog("glue", uri=proxy.url, warehouse=GLUE_CATALOG)
+    loaded = catalog.load_table((ns_name, "events"))
+    assert loaded.metadata_location == pointer
+    assert_row_ids_counted(loaded)
+    assert sorted((r["id"], r["category"]) for r in loaded.scan().to_arrow().to_pylist()) == expected
+
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET extension_directory = '{extension_dir}'")
+        con.execute("SET autoinstall_known_extensions = false")
+        for name in DUCKDB_EXTENSIONS:
+            con.execute(f"INSTALL '{extension_file(name)}'")
+            con.execute(f"LOAD {name}")
+        con.execute(
+            f"ATTACH '{GLUE_CATALOG}' AS g (TYPE iceberg, ENDPOINT '{proxy.url}', AUTHORIZATION_TYPE 'none', "
+            "ACCESS_DELEGATION_MODE 'none')"
+        )
+        assert fetch(con, f"SELECT id, category FROM g.{ns_name}.events ORDER BY id") == expected
+    finally:
+        con.close()
+    spark.sql(f"DROP TABLE {table} PURGE")
+    spark.sql(f"DROP NAMESPACE {GLUE_CATALOG}.{ns_name}")
