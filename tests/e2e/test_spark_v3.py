@@ -13,6 +13,7 @@ One SparkSession is shared (tests/e2e/conftest.py); each test works in its own n
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from tests.support.spark_v3_reference import (
     mor_statements,
     row_lineage,
     run_and_observe,
+    snapshot_lineage,
     upgrade_statements,
     write_reference_tables,
 )
@@ -62,6 +64,7 @@ class Target:
     proxy: ProxyProcess
     prefix: str  # REST path prefix of the proxy's catalog
     ns: str
+    warehouse: Path  # the catalog's file:// warehouse directory
 
     def table(self, name: str) -> str:
         return f"{self.spark_catalog}.{self.ns}.{name}"
@@ -120,12 +123,15 @@ def moto() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def glue_proxy(moto: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+def glue_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("glue-v3-warehouse")
+
+
+@pytest.fixture(scope="module")
+def glue_proxy(moto: str, glue_warehouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
     """A proxy whose catalog ``glue_v3`` is Glue on moto with a ``file://`` warehouse (Spark has no S3 FileIO)."""
-    warehouse = tmp_path_factory.mktemp("glue-v3-warehouse")
-    server = ProxyProcess(
-        tmp_path_factory.mktemp("glue-v3-proxy"), glue_catalog_config(GLUE_CATALOG, moto, warehouse.as_uri())
-    ).start()
+    config = glue_catalog_config(GLUE_CATALOG, moto, glue_warehouse.as_uri())
+    server = ProxyProcess(tmp_path_factory.mktemp("glue-v3-proxy"), config).start()
     yield server
     server.stop()
 
@@ -140,13 +146,15 @@ def rest_prefix(proxy: ProxyProcess, warehouse: str) -> str:
 def make_target(request: pytest.FixtureRequest, spark: Any, label: str, ns: str) -> Target:
     if label == "local":
         proxy: ProxyProcess = request.getfixturevalue("proxy")
-        return Target(label, SPARK_CATALOG, proxy, rest_prefix(proxy, "local"), ns)
+        warehouse = proxy.workdir / "data" / "warehouse" / "local"  # tests/conftest.py's warehouse_dir
+        return Target(label, SPARK_CATALOG, proxy, rest_prefix(proxy, "local"), ns, warehouse)
     glue_proxy: ProxyProcess = request.getfixturevalue("glue_proxy")
     settings = {"": "org.apache.iceberg.spark.SparkCatalog", ".type": "rest", ".uri": glue_proxy.url}
     settings[".warehouse"] = GLUE_CATALOG
     for key, value in settings.items():
         spark.conf.set(f"spark.sql.catalog.{GLUE_CATALOG}{key}", value)
-    return Target(label, GLUE_CATALOG, glue_proxy, rest_prefix(glue_proxy, GLUE_CATALOG), ns)
+    glue_warehouse: Path = request.getfixturevalue("glue_warehouse")
+    return Target(label, GLUE_CATALOG, glue_proxy, rest_prefix(glue_proxy, GLUE_CATALOG), ns, glue_warehouse)
 
 
 def drop_namespace(spark: Any, catalog: str, ns: str) -> None:
@@ -155,13 +163,23 @@ def drop_namespace(spark: Any, catalog: str, ns: str) -> None:
     spark.sql(f"DROP NAMESPACE IF EXISTS {catalog}.{ns}")
 
 
+def drop_hadoop_namespace(spark: Any, hadoop: Hadoop, ns: str) -> None:
+    """The hadoop catalog's namespace is a directory: a registered copy may already have purged its files."""
+    for row in spark.sql(f"SHOW TABLES IN {hadoop.catalog}.{ns}").collect():
+        try:
+            spark.sql(f"DROP TABLE IF EXISTS {hadoop.catalog}.{ns}.{row.tableName} PURGE")
+        except Exception:  # its files are gone already: the directory goes instead
+            shutil.rmtree(hadoop.warehouse / ns / row.tableName, ignore_errors=True)
+    spark.sql(f"DROP NAMESPACE IF EXISTS {hadoop.catalog}.{ns}")
+
+
 def target_in_namespace(request: pytest.FixtureRequest, spark: Any, hadoop: Hadoop, ns_name: str) -> Iterator[Target]:
     target = make_target(request, spark, request.param, ns_name)
     spark.sql(f"CREATE NAMESPACE {target.spark_catalog}.{ns_name}")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {hadoop.catalog}.{ns_name}")
     yield target
     drop_namespace(spark, target.spark_catalog, ns_name)
-    drop_namespace(spark, hadoop.catalog, ns_name)
+    drop_hadoop_namespace(spark, hadoop, ns_name)
 
 
 # Scenarios run on both catalogs, or on the local catalog only (to keep the module's run time down).
@@ -496,3 +514,57 @@ def test_concurrent_appends_and_deletes_never_share_a_row_id(spark: Any, local: 
         assert first == position
         position += added
     assert max(row_ids) < metadata["next-row-id"]
+
+
+# 7. Rolling main back does not give row ids out twice ---------------------------------------------------
+def rollback_plan(table: str, catalog: str, name: str) -> list[str]:
+    return [
+        f"CREATE TABLE {table} (id bigint) USING iceberg TBLPROPERTIES ({MOR_PROPERTIES})",
+        f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ id FROM range(0, 3)",
+        f"ALTER TABLE {table} CREATE TAG first",
+        f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ id FROM range(10, 12)",
+        f"CALL {catalog}.system.set_current_snapshot(table => '{name}', ref => 'first')",
+        f"INSERT INTO {table} SELECT /*+ REPARTITION(1) */ id FROM range(20, 22)",
+    ]
+
+
+def test_rollback_keeps_next_row_id(spark: Any, local: Target, hadoop: Hadoop) -> None:
+    got, want = twin_run(spark, local, hadoop, "rb", rollback_plan)
+    _create, first, _tag, second, rolled_back, third = got
+    assert second.lineage["main"] == [*first.lineage["main"], (10, 3, 2), (11, 4, 2)]
+    assert rolled_back.lineage["main"] == first.lineage["main"] and rolled_back.next_row_id == 5
+    assert third.lineage["main"] == [(0, 0, 1), (1, 1, 1), (2, 2, 1), (20, 5, 3), (21, 6, 3)]
+    assert third.next_row_id == 7
+    assert_same_as_reference(got, want)
+    assert_row_ids_counted(local.metadata("rb"))
+
+
+# 8. Registering v3 metadata that Iceberg Java wrote ------------------------------------------------------
+def test_register_v3_metadata_written_by_spark_hadoop_catalog(spark: Any, both: Target) -> None:
+    """register_table with v3 metadata Spark's hadoop catalog wrote (inside the catalog's warehouse, where the
+    proxy allows registered locations): same rows, same row ids, and next-row-id goes on from Java's."""
+    target = both
+    java = Hadoop(f"v3java_{target.label}", target.warehouse)
+    add_hadoop_catalog(spark, java.catalog, java.warehouse)
+    java_ns = f"{target.ns}_java"
+    spark.sql(f"CREATE NAMESPACE {java.catalog}.{java_ns}")
+    try:
+        source = reference_steps(spark, java, java_ns, "src", mor_statements)[-1]
+        metadata_file = current_metadata_file(java.warehouse / java_ns / "src")
+        call = f"CALL {target.spark_catalog}.system.register_table(table => '{target.ns}.reg', metadata_file => "
+        (registered,) = spark.sql(f"{call}'{metadata_file.as_uri()}')").collect()
+        assert registered.current_snapshot_id is not None
+
+        metadata = target.metadata("reg")
+        assert (metadata["format-version"], metadata["next-row-id"]) == (3, 13)
+        assert snapshot_lineage(metadata) == source.snapshots
+        table = target.table("reg")
+        assert row_lineage(spark, table) == source.lineage["main"]
+        assert row_lineage(spark, f"{table}.branch_audit") == source.lineage["audit"]
+
+        spark.sql(f"INSERT INTO {table} VALUES (9, 'i', 'x')")
+        assert row_lineage(spark, table)[-1] == (9, 13, 7)
+        assert_row_ids_counted(target.metadata("reg"))
+        spark.sql(f"DROP TABLE {table}")  # not PURGE: the files are the hadoop table's
+    finally:
+        drop_hadoop_namespace(spark, java, java_ns)
