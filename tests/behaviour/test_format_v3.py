@@ -199,3 +199,45 @@ def test_a_variant_column_is_a_clear_400(client: httpx.Client, ns_name: str) -> 
     body = {"name": "t", "schema": schema, "properties": {"format-version": "3"}}
     response = client.post(f"/v1/local/namespaces/{ns_name}/tables", json=body)
     assert_error(response, 400, "BadRequestException")
+
+
+DEFAULTS = [
+    ("boolean", True),
+    ("int", 1),
+    ("long", 2),
+    ("float", 1.5),
+    ("double", 2.5),
+    ("decimal(9, 2)", "12.34"),
+    ("date", "2024-01-02"),
+    ("time", "12:00:00"),
+    ("timestamp", "2024-01-02T03:04:05.000006"),
+    ("timestamptz", "2024-01-02T03:04:05.000006+00:00"),
+    ("timestamp_ns", "2024-01-02T03:04:05.000000001"),
+    ("timestamptz_ns", "2024-01-02T03:04:05.000000001+00:00"),
+    ("string", "x"),
+    ("uuid", "f79c3e09-677c-4d9d-9a86-9e9b3d6f1e5e"),
+    ("fixed[2]", "0a0b"),
+    ("binary", "0a0b"),
+]
+
+
+def test_every_primitive_type_keeps_its_defaults_on_create_and_add_schema(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    columns = [
+        {"id": i + 2, "name": f"c{i}", "type": t, "required": False, "initial-default": v, "write-default": v}
+        for i, (t, v) in enumerate(DEFAULTS)
+    ]
+    id_column = {"id": 1, "name": "id", "type": "long", "required": False}
+    schema = {"type": "struct", "schema-id": 0, "fields": [id_column, *columns]}
+    created = create_table(client, (ns_name,), "t", schema=schema, properties={"format-version": "3"})
+    assert created["metadata"]["schemas"][0]["fields"][1:] == columns
+    plain = create_table(client, (ns_name,), "p", properties={"format-version": "3"})["metadata"]["schemas"][0]
+    first = len(plain["fields"])
+    added = [column | {"id": column["id"] + first - 1, "name": f"a{column['id']}"} for column in columns]
+    evolved = {"type": "struct", "schema-id": 1, "fields": [*plain["fields"], *added]}
+    url = table_url((ns_name,), "p")
+    metadata = commit(
+        client, url, {"action": "add-schema", "schema": evolved}, {"action": "set-current-schema", "schema-id": -1}
+    )
+    assert metadata["schemas"][1]["fields"][first:] == added
+    assert client.get(url).json()["metadata"]["schemas"][1]["fields"][first:] == added
