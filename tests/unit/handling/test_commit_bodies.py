@@ -11,26 +11,9 @@ import pytest
 from irc_proxy.errors import BadRequest, PayloadTooLarge
 from irc_proxy.handling.commit_bodies import body_ident, table_change, table_changes, view_change
 from irc_proxy.handling.naming import TableIdent
+from tests.support.change_bodies import Change, Ident, Transaction
 
 SET = {"action": "set-properties", "updates": {"k": "v"}}
-
-
-@dataclass(frozen=True)
-class Ident:
-    namespace: list[str]
-    name: str
-
-
-@dataclass(frozen=True)
-class Change:
-    identifier: Ident | None = None
-    requirements: list[Any] = field(default_factory=list)
-    updates: list[Any] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Transaction:
-    table_changes: list[Change]
 
 
 @dataclass

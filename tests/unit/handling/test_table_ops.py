@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,28 +20,11 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.paging import PageRequest
 from irc_proxy.handling.tables import TableCreate
 from irc_proxy.threads import ThreadRunner
+from tests.support.change_bodies import Change, Ident, Transaction
 from tests.support.memory_backend import MemoryBackend
 
 R = TypeVar("R")
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
-
-
-@dataclass(frozen=True)
-class Ident:
-    namespace: list[str]
-    name: str
-
-
-@dataclass(frozen=True)
-class Change:
-    identifier: Ident | None = None
-    requirements: list[Any] = field(default_factory=list)
-    updates: list[Any] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Transaction:
-    table_changes: list[Change]
 
 
 class NoLimits:
