@@ -2,30 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
-from tests.support.rest import assert_error, create_namespace, create_table, table_url
-
-
-def commit(client: httpx.Client, url: str, *updates: dict[str, Any], requirements: list[Any] | None = None) -> dict:
-    response = client.post(url, json={"requirements": requirements or [], "updates": list(updates)})
-    assert response.status_code == 200, response.text
-    metadata: dict[str, Any] = response.json()["metadata"]
-    return metadata
-
-
-def snapshot(snapshot_id: int, parent: int | None, sequence: int, location: str) -> dict[str, Any]:
-    return {
-        "snapshot-id": snapshot_id,
-        **({"parent-snapshot-id": parent} if parent else {}),
-        "sequence-number": sequence,
-        "timestamp-ms": 1_700_000_000_000 + sequence,
-        "manifest-list": f"{location}/metadata/snap-{snapshot_id}.avro",
-        "summary": {"operation": "append"},
-        "schema-id": 0,
-    }
+from tests.support.rest import assert_error, commit, create_namespace, create_table, snapshot, table_url
 
 
 def test_all_update_actions(client: httpx.Client, ns_name: str) -> None:

@@ -39,6 +39,28 @@ def table_url(namespace: tuple[str, ...], name: str) -> str:
     return f"/v1/local/namespaces/{ns_path(*namespace)}/tables/{quote(name, safe='')}"
 
 
+def commit(client: httpx.Client, url: str, *updates: dict[str, Any], requirements: list[Any] | None = None) -> dict:
+    """Commit ``updates`` to the table at ``url``; the new metadata."""
+    response = client.post(url, json={"requirements": requirements or [], "updates": list(updates)})
+    assert response.status_code == 200, response.text
+    metadata: dict[str, Any] = response.json()["metadata"]
+    return metadata
+
+
+def snapshot(snapshot_id: int, parent: int | None, sequence: int, location: str, **lineage: int) -> dict[str, Any]:
+    """An append snapshot's JSON; ``first_row_id=…, added_rows=…`` add the v3 row-lineage fields."""
+    return {
+        "snapshot-id": snapshot_id,
+        **({"parent-snapshot-id": parent} if parent else {}),
+        "sequence-number": sequence,
+        "timestamp-ms": 1_700_000_000_000 + sequence,
+        "manifest-list": f"{location}/metadata/snap-{snapshot_id}.avro",
+        "summary": {"operation": "append"},
+        "schema-id": 0,
+        **{name.replace("_", "-"): value for name, value in lineage.items()},
+    }
+
+
 def assert_error(response: httpx.Response, status: int, type_name: str, message: str | None = None) -> None:
     """The spec's IcebergErrorResponse with ``code`` equal to the status."""
     assert response.status_code == status, response.text
