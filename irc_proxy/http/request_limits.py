@@ -76,6 +76,7 @@ GROWING_ACTIONS = frozenset(
         "set-statistics",
         "set-partition-statistics",
         "add-view-version",
+        "add-encryption-key",
     }
 )
 """Updates that add an entry to a metadata list: pyiceberg scans the list per update, so their cost grows
@@ -105,5 +106,7 @@ class CommitLimits:
         adds = sum(1 for update in updates if isinstance(update, dict) and update.get("action") in GROWING_ACTIONS)
         if adds > self.metadata_adds:
             raise TooManyEntries(
-                "schema, spec, sort order, snapshot, ref or statistics updates", adds, self.metadata_adds
+                "schema, spec, sort order, snapshot, ref, statistics or encryption key updates",
+                adds,
+                self.metadata_adds,
             )

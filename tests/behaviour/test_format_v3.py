@@ -219,3 +219,13 @@ def test_every_primitive_type_keeps_its_defaults_on_create_and_add_schema(client
     )
     assert metadata["schemas"][1]["fields"][first:] == added
     assert client.get(url).json()["metadata"]["schemas"][1]["fields"][first:] == added
+
+
+def test_encryption_keys_count_against_the_metadata_adds_limit(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    create_table(client, (ns_name,), "t", properties={"format-version": "3"})
+    keys = [{"key-id": f"k{i}", "encrypted-key-metadata": "AA"} for i in range(1001)]  # server.max_commit_metadata_adds
+    body = {"requirements": [], "updates": [{"action": "add-encryption-key", "encryption-key": k} for k in keys]}
+    assert_error(
+        client.post(table_url((ns_name,), "t"), json=body), 413, "RequestEntityTooLargeException", "encryption key"
+    )
