@@ -54,6 +54,9 @@ MAX_FORMAT_VERSION = 3
 """The highest table format version this server reads and writes."""
 ROW_LINEAGE_VERSION = 3
 INITIAL_ROW_ID = 0
+MAX_ROW_ID = 2**63 - 1
+"""Row ids are longs: a snapshot whose range would pass this (or that adds a negative number of rows, which
+would move ``next-row-id`` back and let two rows share an id) is refused."""
 
 
 class EncryptedKey(IcebergBaseModel):
@@ -241,6 +244,8 @@ def _add_snapshot(
             raise BadRequest("Cannot add a snapshot: first-row-id is null")
         if snapshot.added_rows is None:
             raise BadRequest("Cannot add a snapshot: added-rows is null")
+        if snapshot.added_rows < 0 or snapshot.first_row_id + snapshot.added_rows > MAX_ROW_ID:
+            raise BadRequest("Cannot add a snapshot: added-rows must be >= 0 and keep row ids within a long")
         next_row_id = getattr(base, "next_row_id", None) or INITIAL_ROW_ID
         if snapshot.first_row_id < next_row_id:
             raise CommitFailed(

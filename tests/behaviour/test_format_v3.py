@@ -63,6 +63,10 @@ def test_stale_first_row_id_is_409_so_clients_retry(client: httpx.Client, ns_nam
     assert_error(client.post(url, json=stale), 409, "CommitFailedException", "first-row-id is behind")
     missing = {"requirements": [], "updates": append(2, 1, 2, location, added_rows=1)}
     assert_error(client.post(url, json=missing), 400, "BadRequestException", "first-row-id")
+    backwards = {"requirements": [], "updates": append(2, 1, 2, location, first_row_id=5, added_rows=-3)}
+    assert_error(client.post(url, json=backwards), 400, "BadRequestException", "added-rows")
+    overflow = {"requirements": [], "updates": append(2, 1, 2, location, first_row_id=2**63 - 2, added_rows=2)}
+    assert_error(client.post(url, json=overflow), 400, "BadRequestException", "added-rows")
     assert client.get(url).json()["metadata"]["next-row-id"] == 5
 
 
