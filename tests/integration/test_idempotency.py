@@ -17,9 +17,8 @@ import pytest
 
 from irc_proxy.handling.authn import hash_secret
 from irc_proxy.http.idempotency import accepts_key
-from tests.integration.test_update_actions import snapshot
 from tests.support.postgres import scratch_database
-from tests.support.rest import assert_error, create_namespace, create_table, ns_path, table_url
+from tests.support.rest import assert_error, create_namespace, create_table, ns_path, snapshot, table_url
 from tests.support.server import ProxyProcess
 
 
