@@ -16,6 +16,7 @@ from irc_proxy.errors import BadRequest
 from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.commit_bodies import Offload
+from irc_proxy.handling.commit_limits import CommitLimits
 from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
 from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
@@ -217,6 +218,12 @@ async def off_loop(request: Request, work: Callable[[], R]) -> R:
         return work()
     threads: ThreadRunner = request.state.threads
     return await threads.run(work)
+
+
+def commit_limits(request: Request) -> CommitLimits:
+    """The entries one commit may carry, from ``server.max_commit_*``."""
+    server = request.state.settings.server
+    return CommitLimits(server.max_commit_updates, server.max_commit_requirements, server.max_commit_metadata_adds)
 
 
 def offload(request: Request) -> Offload:

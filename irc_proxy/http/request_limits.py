@@ -1,4 +1,5 @@
-"""Bounds on request bodies beyond their size (``BodyLimit``): JSON nesting depth and entries per commit.
+"""Bounds on request bodies beyond their size (``BodyLimit``): JSON nesting depth (entries per commit are
+counted in ``handling.commit_limits``).
 
 ``json.loads`` and pydantic recurse once per nesting level, so a body of ``[`` x 100000 is a
 RecursionError (a 500) and deep nesting costs stack in a worker thread. The depth is therefore
@@ -10,28 +11,15 @@ those bytes for anything else, so one scan serves both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
-from starlette.requests import Request
-
-from irc_proxy.errors import BadRequest, PayloadTooLarge
+from irc_proxy.errors import BadRequest
 
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 _STEP = [0] * 256
 _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
 _CHUNK = 1 << 20  # brackets counted per step; between steps other threads (the event loop) get the GIL
-
-
-class TooManyEntries(PayloadTooLarge):
-    """A commit carries more updates or requirements than the server applies at once: answered like a
-    body over ``server.max_body_bytes``."""
-
-    def __init__(self, what: str, count: int, limit: int) -> None:
-        super().__init__(f"Too many {what} in one commit: {count} (the limit is {limit})")
 
 
 def _brackets(raw: bytes) -> bytes:
@@ -64,49 +52,3 @@ def check_depth(raw: bytes, limit: int) -> None:
     depth = json_depth(raw, stop_above=limit)
     if depth > limit:
         raise BadRequest(f"Malformed request body: JSON nested more than {limit} levels deep")
-
-
-GROWING_ACTIONS = frozenset(
-    {
-        "add-schema",
-        "add-spec",
-        "add-sort-order",
-        "add-snapshot",
-        "set-snapshot-ref",
-        "set-statistics",
-        "set-partition-statistics",
-        "add-view-version",
-        "add-encryption-key",
-    }
-)
-"""Updates that add an entry to a metadata list: pyiceberg scans the list per update, so their cost grows
-with the square of their number (10,000 ``add-spec`` take ~12 s of a worker thread; 1,000 ~0.1 s)."""
-
-
-@dataclass(frozen=True)
-class CommitLimits:
-    """``server.max_commit_updates`` / ``max_commit_requirements`` / ``max_commit_metadata_adds``: per
-    request, all tables together."""
-
-    updates: int
-    requirements: int
-    metadata_adds: int
-
-    @classmethod
-    def of(cls, request: Request) -> CommitLimits:
-        server = request.state.settings.server
-        return cls(server.max_commit_updates, server.max_commit_requirements, server.max_commit_metadata_adds)
-
-    def check(self, updates: Sequence[Any], requirements: int) -> None:
-        """Raise TooManyEntries (413) when a commit carries more than the limits allow."""
-        if len(updates) > self.updates:
-            raise TooManyEntries("updates", len(updates), self.updates)
-        if requirements > self.requirements:
-            raise TooManyEntries("requirements", requirements, self.requirements)
-        adds = sum(1 for update in updates if isinstance(update, dict) and update.get("action") in GROWING_ACTIONS)
-        if adds > self.metadata_adds:
-            raise TooManyEntries(
-                "schema, spec, sort order, snapshot, ref, statistics or encryption key updates",
-                adds,
-                self.metadata_adds,
-            )

@@ -18,7 +18,6 @@ from irc_proxy.http.bodies import (
     RenameTableRequest,
     ReportMetricsRequest,
 )
-from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import (
     etag,
     etag_matches,
@@ -91,7 +90,9 @@ async def commit_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
     body = await parsing.body_model(request, CommitTableRequest)  # parsed once (authorization read it too)
-    loaded = await table_ops.commit_table(catalog, ident, body, CommitLimits.of(request), parsing.offload(request))
+    loaded = await table_ops.commit_table(
+        catalog, ident, body, parsing.commit_limits(request), parsing.offload(request)
+    )
     assert loaded.metadata_location is not None
     body_bytes = await responses.commit_table_body(request, loaded)
     return Response(body_bytes, media_type="application/json", headers={"ETag": etag(loaded.metadata_location, "all")})
@@ -100,7 +101,7 @@ async def commit_table(request: Request) -> Response:
 async def commit_transaction(request: Request) -> Response:
     catalog, context = parsing.catalog(request), parsing.context(request)
     body = await parsing.body_model(request, CommitTransactionRequest)
-    await table_ops.commit_transaction(context, catalog, body, CommitLimits.of(request), parsing.offload(request))
+    await table_ops.commit_transaction(context, catalog, body, parsing.commit_limits(request), parsing.offload(request))
     return no_content()
 
 

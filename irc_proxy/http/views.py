@@ -11,7 +11,6 @@ from irc_proxy.handling import view_ops
 from irc_proxy.handling.views import LoadedView, ViewCreate
 from irc_proxy.http import parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
-from irc_proxy.http.request_limits import CommitLimits
 from irc_proxy.http.responses import identifier, json_response, no_content
 
 
@@ -47,7 +46,7 @@ async def view_exists(request: Request) -> Response:
 async def replace_view(request: Request) -> Response:
     ident = parsing.table_param(request, "view")
     body = await parsing.body_model(request, CommitViewRequest)
-    catalog, context, limits = parsing.catalog(request), parsing.context(request), CommitLimits.of(request)
+    catalog, context, limits = parsing.catalog(request), parsing.context(request), parsing.commit_limits(request)
     return load_view_response(
         await view_ops.replace_view(context, catalog, ident, body, limits, parsing.offload(request))
     )
