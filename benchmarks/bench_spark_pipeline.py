@@ -10,9 +10,7 @@ and ``hcat`` (``type=hadoop``). The job, on a fresh table each time: CREATE TABL
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,24 +44,13 @@ def job(spark: Any, catalog: str, namespace: str, table: str) -> None:
 
 
 def session(proxy_url: str, warehouse: str, scratch: Path) -> Any:
-    from pyspark.sql import SparkSession
-
     from tests.e2e.spark_jars import ensure_spark_jars
+    from tests.support.spark_session import local_builder, started
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("irc-proxy-bench")
-        .config("spark.ui.enabled", "false")
+        local_builder("irc-proxy-bench", scratch, ensure_spark_jars())
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.local.dir", str(scratch))
-        .config("spark.sql.warehouse.dir", str(scratch / "spark-warehouse"))
-        .config("spark.jars", ",".join(str(j) for j in ensure_spark_jars()))
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config("spark.sql.catalog.irc", "org.apache.iceberg.spark.SparkCatalog")
         .config("spark.sql.catalog.irc.type", "rest")
         .config("spark.sql.catalog.irc.uri", proxy_url)
@@ -71,11 +58,8 @@ def session(proxy_url: str, warehouse: str, scratch: Path) -> Any:
         .config("spark.sql.catalog.hcat", "org.apache.iceberg.spark.SparkCatalog")
         .config("spark.sql.catalog.hcat.type", "hadoop")
         .config("spark.sql.catalog.hcat.warehouse", warehouse)
-        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch}")
     )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return started(builder)
 
 
 def run(quick: bool = False) -> list[dict[str, object]]:

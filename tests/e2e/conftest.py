@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 from tests.e2e.spark_jars import ensure_s3a_jars, ensure_spark_jars
 from tests.support.server import ProxyProcess
+from tests.support.spark_session import local_builder, started
 
 SPARK_CATALOG = "irc"
 
@@ -37,29 +37,14 @@ def spark(proxy: ProxyProcess, s3a_jars: list[Path] | str, tmp_path_factory: pyt
     S3A is on the class path too (when available); catalogs opt in with their own ``hadoop.*`` options.
     More catalogs can be added to this one session at run time with ``spark.conf.set``.
     """
-    from pyspark.sql import SparkSession
-
     jars = ensure_spark_jars() + (s3a_jars if isinstance(s3a_jars, list) else [])
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    scratch = tmp_path_factory.mktemp("spark")
     builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("irc-proxy-e2e")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.local.dir", str(scratch))
-        .config("spark.sql.warehouse.dir", str(scratch / "spark-warehouse"))
-        .config("spark.jars", ",".join(str(j) for j in jars))
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        local_builder("irc-proxy-e2e", tmp_path_factory.mktemp("spark"), jars)
         .config(f"spark.sql.catalog.{SPARK_CATALOG}", "org.apache.iceberg.spark.SparkCatalog")
         .config(f"spark.sql.catalog.{SPARK_CATALOG}.type", "rest")
         .config(f"spark.sql.catalog.{SPARK_CATALOG}.uri", proxy.url)
         .config(f"spark.sql.catalog.{SPARK_CATALOG}.warehouse", "local")
-        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch}")
     )
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = started(builder)
     yield session
     session.stop()

@@ -19,13 +19,14 @@ metadata file (next-row-id, snapshots' first-row-id/added-rows, encryption field
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.support.spark_session import local_builder, started
 
 __all__ = [
     "MOR_PROPERTIES",
@@ -122,28 +123,10 @@ class ReferenceTable:
 
 def local_session(scratch: Path, jars: list[Path] | None = None) -> Any:
     """A local SparkSession set up like the e2e fixture (tests/e2e/conftest.py), with no catalogs of its own."""
-    from pyspark.sql import SparkSession
-
     from tests.e2e.spark_jars import ensure_spark_jars
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     scratch.mkdir(parents=True, exist_ok=True)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("irc-proxy-v3-reference")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.local.dir", str(scratch))
-        .config("spark.sql.warehouse.dir", str(scratch / "spark-warehouse"))
-        .config("spark.jars", ",".join(str(j) for j in (jars or ensure_spark_jars())))
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config("spark.driver.extraJavaOptions", f"-Djava.io.tmpdir={scratch}")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return started(local_builder("irc-proxy-v3-reference", scratch, jars or ensure_spark_jars()))
 
 
 def add_hadoop_catalog(spark: Any, name: str, warehouse: Path) -> None:
