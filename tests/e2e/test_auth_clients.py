@@ -18,7 +18,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
 from irc_proxy.handling.authn import hash_secret
-from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, extension_file
+from tests.e2e.test_duckdb import offline_duckdb
 from tests.e2e.test_glue_clients import add_spark_catalog
 from tests.support.rest import issue_token
 from tests.support.server import ProxyProcess
@@ -110,13 +110,8 @@ def test_duckdb_with_a_bearer_token(
     secured: ProxyProcess, principals: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:
     token = issue_token(secured.url, *principals["reader"])
-    con = duckdb.connect()
+    con = offline_duckdb(tmp_path)
     try:
-        con.execute(f"SET extension_directory = '{tmp_path}'")
-        con.execute("SET autoinstall_known_extensions = false")
-        for name in DUCKDB_EXTENSIONS:
-            con.execute(f"INSTALL '{extension_file(name)}'")
-            con.execute(f"LOAD {name}")
         con.execute(f"CREATE SECRET reader_token (TYPE iceberg, TOKEN '{token}')")
         con.execute(f"ATTACH 'local' AS sec (TYPE iceberg, ENDPOINT '{secured.url}', SECRET reader_token)")
         found = con.execute("SELECT id, item FROM sec.shop.orders WHERE id <= 2 ORDER BY id").fetchall()

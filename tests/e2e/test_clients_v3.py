@@ -30,7 +30,7 @@ from pyiceberg.table import Table
 from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.e2e.conftest import SPARK_CATALOG
-from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, connect, extension_file
+from tests.e2e.test_duckdb import connect, offline_duckdb
 from tests.support.aws import client, glue_catalog_config, moto_server
 from tests.support.server import ProxyProcess
 from tests.support.spark_v3_reference import MOR_PROPERTIES, row_lineage, upgrade_statements
@@ -358,13 +358,8 @@ def test_spark_v3_table_on_glue_read_by_pyiceberg_and_duckdb(
     assert_row_ids_counted(loaded)
     assert sorted((r["id"], r["category"]) for r in loaded.scan().to_arrow().to_pylist()) == expected
 
-    con = duckdb.connect()
+    con = offline_duckdb(extension_dir)
     try:
-        con.execute(f"SET extension_directory = '{extension_dir}'")
-        con.execute("SET autoinstall_known_extensions = false")
-        for name in DUCKDB_EXTENSIONS:
-            con.execute(f"INSTALL '{extension_file(name)}'")
-            con.execute(f"LOAD {name}")
         con.execute(
             f"ATTACH '{GLUE_CATALOG}' AS g (TYPE iceberg, ENDPOINT '{proxy.url}', AUTHORIZATION_TYPE 'none', "
             "ACCESS_DELEGATION_MODE 'none')"

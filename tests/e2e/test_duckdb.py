@@ -31,14 +31,20 @@ def extension_file(name: str) -> Path:
     return path
 
 
-def connect(proxy: ProxyProcess, extension_dir: Path, options: str = "") -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the proxy's ``local`` catalog attached as ``irc``."""
+def offline_duckdb(extension_dir: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the extensions installed from their wheels into ``extension_dir`` and loaded."""
     con = duckdb.connect()
     con.execute(f"SET extension_directory = '{extension_dir}'")  # keep INSTALL out of ~/.duckdb
     con.execute("SET autoinstall_known_extensions = false")
     for name in DUCKDB_EXTENSIONS:
         con.execute(f"INSTALL '{extension_file(name)}'")
         con.execute(f"LOAD {name}")
+    return con
+
+
+def connect(proxy: ProxyProcess, extension_dir: Path, options: str = "") -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the proxy's ``local`` catalog attached as ``irc``."""
+    con = offline_duckdb(extension_dir)
     extra = f", {options}" if options else ""
     con.execute(f"ATTACH 'local' AS irc (TYPE iceberg, ENDPOINT '{proxy.url}', AUTHORIZATION_TYPE 'none'{extra})")
     return con

@@ -26,7 +26,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, extension_file
+from tests.e2e.test_duckdb import offline_duckdb
 from tests.support.aws import ACCESS_KEY, REGION, SECRET_KEY, client, glue_catalog_config, moto_server
 from tests.support.server import ProxyProcess
 
@@ -199,12 +199,7 @@ def test_pyiceberg_lifecycle_on_glue_with_data_on_s3(catalog: RestCatalog, glue:
 # DuckDB ------------------------------------------------------------------------------------------
 def duckdb_on_glue(proxy: ProxyProcess, moto: str, extension_dir: Path, warehouse: str) -> duckdb.DuckDBPyConnection:
     """DuckDB with the extensions loaded offline, an S3 secret for moto and the proxy's catalog as ``g``."""
-    con = duckdb.connect()
-    con.execute(f"SET extension_directory = '{extension_dir}'")
-    con.execute("SET autoinstall_known_extensions = false")
-    for name in DUCKDB_EXTENSIONS:
-        con.execute(f"INSTALL '{extension_file(name)}'")
-        con.execute(f"LOAD {name}")
+    con = offline_duckdb(extension_dir)
     host = urlparse(moto).netloc
     con.execute(
         f"CREATE SECRET moto (TYPE s3, KEY_ID '{ACCESS_KEY}', SECRET '{SECRET_KEY}', REGION '{REGION}', "

@@ -22,7 +22,7 @@ from pyiceberg.expressions import EqualTo
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, extension_file
+from tests.e2e.test_duckdb import offline_duckdb
 from tests.support.aws import moto_server
 from tests.support.fake_sts import FakeSts, fake_sts
 from tests.support.server import ProxyProcess
@@ -122,12 +122,7 @@ def test_pyiceberg_without_vending_cannot_touch_s3(
 # DuckDB ----------------------------------------------------------------------------------------------
 def duckdb_vended(proxy: ProxyProcess, extension_dir: Path) -> duckdb.DuckDBPyConnection:
     """DuckDB with no S3 secret of its own: the iceberg extension asks for vended credentials."""
-    con = duckdb.connect()
-    con.execute(f"SET extension_directory = '{extension_dir}'")
-    con.execute("SET autoinstall_known_extensions = false")
-    for name in DUCKDB_EXTENSIONS:
-        con.execute(f"INSTALL '{extension_file(name)}'")
-        con.execute(f"LOAD {name}")
+    con = offline_duckdb(extension_dir)
     con.execute(
         f"ATTACH '{CATALOG}' AS v (TYPE iceberg, ENDPOINT '{proxy.url}', AUTHORIZATION_TYPE 'none', "
         "ACCESS_DELEGATION_MODE 'vended_credentials')"

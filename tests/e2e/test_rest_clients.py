@@ -8,14 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from tests.e2e.test_duckdb import DUCKDB_EXTENSIONS, extension_file
+from tests.e2e.test_duckdb import offline_duckdb
 from tests.support.federation import rest_catalog, start_front, start_remote, token
 from tests.support.server import ProxyProcess
 
@@ -93,13 +92,8 @@ def test_duckdb_reads_and_writes_through_the_front(
     via_front.create_namespace(namespace)
     table = via_front.create_table((namespace, "t"), schema=SCHEMA)
     table.append(pa.Table.from_pylist([{"id": 1, "name": "one"}], schema=ARROW))
-    con = duckdb.connect()
+    con = offline_duckdb(tmp_path)
     try:
-        con.execute(f"SET extension_directory = '{tmp_path}'")
-        con.execute("SET autoinstall_known_extensions = false")
-        for name in DUCKDB_EXTENSIONS:
-            con.execute(f"INSTALL '{extension_file(name)}'")
-            con.execute(f"LOAD {name}")
         con.execute(f"ATTACH 'remote' AS fed (TYPE iceberg, ENDPOINT '{front.url}', AUTHORIZATION_TYPE 'none')")
         assert con.execute(f"SELECT id, name FROM fed.{namespace}.t").fetchall() == [(1, "one")]
         con.execute(f"INSERT INTO fed.{namespace}.t VALUES (2, 'two')")
