@@ -35,6 +35,7 @@ from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.metadata import MetadataCache
 from irc_proxy.handling.oidc import OidcAuthenticator
 from irc_proxy.handling.paging import PageTokens, new_key
+from irc_proxy.handling.scan_plans import PlanningLimits, ScanPlanning
 from irc_proxy.handling.sessions import ClientDirectory
 from irc_proxy.handling.storage_reads import ReadLimits
 from irc_proxy.handling.throttle import HashGate, LoginThrottle
@@ -46,6 +47,7 @@ from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
 from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
+from irc_proxy.planning.manifests import ManifestCache
 from irc_proxy.settings import AuthSettings, Settings
 from irc_proxy.stores.audit_query import AuditReader
 from irc_proxy.stores.authz import AuthzStore
@@ -56,6 +58,7 @@ from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
 from irc_proxy.stores.page_keys import shared_page_keys
+from irc_proxy.stores.scan_plans import ScanPlanStore
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 
@@ -94,6 +97,7 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
             allowed,
             getattr(catalog_settings, "allow_overlapping_locations", False),
             ReadLimits(server.max_metadata_bytes, server.storage_timeout_seconds),
+            catalog_settings.scan_planning,
         )
     return Catalogs(catalogs, settings.default_catalog)
 
@@ -113,6 +117,19 @@ async def _quietly(name: str, work: Awaitable[int]) -> int:
     except CatalogError as exc:  # the next start tries again
         logging.getLogger(__name__).warning("storage index backfill of catalog %s stopped: %s", name, exc)
         return 0
+
+
+def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner) -> ScanPlanning:
+    """Scan planning for every catalog: plans in the state database, one manifest cache per process."""
+    planning = settings.server.scan_planning
+    limits = PlanningLimits(
+        sync_budget=planning.sync_budget_seconds,
+        files_per_task=planning.files_per_task,
+        tasks_per_response=planning.tasks_per_response,
+        max_file_bytes=settings.server.max_metadata_bytes,
+    )
+    cache = ManifestCache(planning.manifest_cache_mb << 20)
+    return ScanPlanning(ScanPlanStore(state, threads, planning.plan_ttl), cache, threads, limits)
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
@@ -199,6 +216,7 @@ def create_app(settings: Settings) -> Starlette:
         auditor.start()
         lifetime = settings.server.idempotency_key_lifetime
         idempotency = IdempotencyStore(state, threads, lifetime) if lifetime else None
+        scan_planning = build_scan_planning(settings, state, threads)
         try:
             yield {
                 "catalogs": catalogs,
@@ -212,8 +230,10 @@ def create_app(settings: Settings) -> Starlette:
                 "idempotency": idempotency,
                 "readiness": readiness_checks(threads, state, catalogs),
                 "page_tokens": PageTokens(shared_page_keys(state, new_key)),
+                "scan_planning": scan_planning,
             }
         finally:
+            await scan_planning.close()
             for task in backfills:
                 task.cancel()
             await auditor.close()

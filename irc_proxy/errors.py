@@ -92,6 +92,14 @@ class NoSuchView(NotFound):
     """The view does not exist."""
 
 
+class NoSuchPlanId(NotFound):
+    """A scan plan id that is unknown, expired, or not the caller's."""
+
+
+class NoSuchPlanTask(NotFound):
+    """A scan plan task that is unknown, expired, or not the caller's."""
+
+
 class Forbidden(CatalogError):
     """The operation is not allowed (a backend denied it, or the object is read-only here)."""
 
@@ -164,6 +172,8 @@ ANSWERS: dict[type[CatalogError], tuple[int, str]] = {
     NoSuchNamespace: (404, "NoSuchNamespaceException"),
     NoSuchTable: (404, "NoSuchTableException"),
     NoSuchView: (404, "NoSuchViewException"),
+    NoSuchPlanId: (404, "NoSuchPlanIdException"),
+    NoSuchPlanTask: (404, "NoSuchPlanTaskException"),
     MethodNotAllowed: (405, "MethodNotAllowedException"),
     Unsupported: (406, "UnsupportedOperationException"),
     Conflict: (409, "ConflictException"),

@@ -6,7 +6,7 @@ Label values must stay bounded: route *templates*, catalog names from the config
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 # Seconds; spans fast local metadata reads to slow commits through a remote catalog.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -35,6 +35,23 @@ METADATA_CACHE_HITS = Counter(
 METADATA_CACHE_MISSES = Counter(
     "irc_proxy_metadata_cache_misses_total",
     "Table metadata files that had to be read from storage.",
+)
+MANIFEST_CACHE_HITS = Counter(
+    "irc_proxy_manifest_cache_hits_total",
+    "Manifest lists and manifests served decoded from the scan-planning cache.",
+)
+MANIFEST_CACHE_MISSES = Counter(
+    "irc_proxy_manifest_cache_misses_total",
+    "Manifest lists and manifests that scan planning had to read and decode.",
+)
+MANIFEST_CACHE_BYTES = Gauge(
+    "irc_proxy_manifest_cache_bytes",
+    "Estimated bytes held by the scan-planning manifest cache.",
+)
+SCAN_PLANS = Counter(
+    "irc_proxy_scan_plans_total",
+    "Server-side scan plans, by how the first answer ended (completed, submitted, failed).",
+    ["status"],
 )
 STS_CALLS = Counter(
     "irc_proxy_sts_calls_total",

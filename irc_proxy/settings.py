@@ -68,6 +68,31 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class ScanPlanningSettings(_Strict):
+    """Server-side scan planning (``[server.scan_planning]``); each catalog says whether clients use it."""
+
+    sync_budget_seconds: Annotated[float, Field(ge=0, le=600)] = 2.0
+    """How long planTableScan plans before answering ``submitted`` (polled); 0 plans every scan asynchronously."""
+    plan_ttl: timedelta = timedelta(hours=1)
+    """How long a plan id and its plan tasks stay valid (ISO-8601 duration)."""
+    files_per_task: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
+    """Files one plan task (one fetchScanTasks call) covers at most, counted from the manifest list."""
+    tasks_per_response: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
+    """File scan tasks put inline in a planTableScan answer before the rest is handed out as plan tasks."""
+    manifest_cache_mb: Annotated[int, Field(ge=0, le=65_536)] = 256
+    """Decoded manifests kept in memory, shared by all catalogs (estimated bytes); 0 turns the cache off."""
+
+    @field_validator("plan_ttl")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration, e.g. PT1H")
+        return value
+
+
+ScanPlanningMode = Literal["off", "offered", "preferred"]
+
+
 class ServerSettings(_Strict):
     """The HTTP server."""
 
@@ -101,6 +126,7 @@ class ServerSettings(_Strict):
     """Deepest nesting of arrays and objects in a request body; deeper is 400."""
     idempotency_key_lifetime: timedelta = timedelta(minutes=30)
     """ISO-8601 duration (``PT30M``) advertised in ``/v1/config``; ``PT0S`` turns Idempotency-Key support off."""
+    scan_planning: ScanPlanningSettings = ScanPlanningSettings()
 
     @field_validator("idempotency_key_lifetime")
     @classmethod
@@ -177,6 +203,9 @@ class LocalCatalogSettings(_Strict):
     warehouse: str = ""
     database_url: SecretUrl = SecretUrl("")
     description: str = ""
+    scan_planning: ScanPlanningMode = "offered"
+    """Server-side scan planning: ``off`` (not served), ``offered`` (served, clients choose), ``preferred``
+    (clients are told ``scan-planning-mode = server``)."""
     allowed_locations: CommaList = Field(default_factory=list)
     """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
     allow_overlapping_locations: bool = False
@@ -209,6 +238,7 @@ class GlueCatalogSettings(AwsCredentialSettings):
     kind: Literal["glue"]
     warehouse: str = ""
     description: str = ""
+    scan_planning: ScanPlanningMode = "offered"
     catalog_id: str = ""
     endpoint_url: str = ""
     s3_endpoint_url: str = ""
@@ -272,6 +302,8 @@ class RestCatalogSettings(_Strict):
     warehouse: str = ""
     """Sent as ``/v1/config?warehouse=`` to the upstream (e.g. an account id for Glue, a bucket ARN for S3 Tables)."""
     description: str = ""
+    scan_planning: ScanPlanningMode = "offered"
+    """Forwarded when the upstream plans; otherwise planned by the proxy over the upstream's metadata."""
     connect_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
     pool_size: Annotated[int, Field(ge=1, le=1024)] = 64

@@ -42,6 +42,8 @@ class Catalog:
     """Storage access delegation (vended credentials, remote signing); None when not configured."""
     forwarder: Forwarder | None = None
     """Sends operations placed ``FORWARDED`` to the remote catalog (None when nothing is forwarded)."""
+    scan_planning: str = "offered"
+    """``off``, ``offered`` or ``preferred``: whether clients plan scans here (settings ``scan_planning``)."""
 
     @classmethod
     def build(
@@ -57,6 +59,7 @@ class Catalog:
         allowed_locations: Sequence[str] | None = None,
         allow_overlap: bool = False,
         read_limits: ReadLimits | None = None,
+        scan_planning: str = "offered",
     ) -> Catalog:
         """Wire one catalog; without a view store it serves no views. Catalogs may share one metadata cache.
 
@@ -95,11 +98,11 @@ class Catalog:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)
             occupancy.live["view"] = views.live_paths
         if remote is None:
-            served = ServedHere(views is not None, vending is not None)
-            return cls(name, backend, codec, namespaces, tables, views, served, vending)
-        serving = ForwardedServing(remote.upstream, views is not None)
+            served = ServedHere(views is not None, vending is not None, scan_planning)
+            return cls(name, backend, codec, namespaces, tables, views, served, vending, None, scan_planning)
+        serving = ForwardedServing(remote.upstream, views is not None, scan_planning)
         forwarder = Forwarder(name, remote.upstream, codec)
-        return cls(name, backend, codec, namespaces, tables, views, serving, vending, forwarder)
+        return cls(name, backend, codec, namespaces, tables, views, serving, vending, forwarder, scan_planning)
 
     async def discover(self, context: RequestContext) -> None:
         """Learn what the catalog serves (a remote catalog reads its upstream's ``/v1/config`` once)."""

@@ -14,6 +14,9 @@ from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.format_v3 import MAX_FORMAT_VERSION
 
 VENDING_SUFFIXES = ("/credentials", "/sign")
+PLANNING_SUFFIXES = ("/plan", "/plan/{plan-id}", "/tasks")
+SCAN_PLANNING_MODE = "scan-planning-mode"
+"""The config key (``/v1/config`` defaults and a table's config) that tells clients where to plan scans."""
 
 
 class Placement(enum.Enum):
@@ -42,11 +45,21 @@ def is_view(template: str) -> bool:
     return "/views" in template or template.endswith("/register-view")
 
 
-class ServedHere:
-    """Every operation served by the proxy; views need a view store, credentials and signing need vending."""
+def is_planning(template: str) -> bool:
+    return template.endswith(PLANNING_SUFFIXES)
 
-    def __init__(self, views: bool, vending: bool) -> None:
-        self._views, self._vending = views, vending
+
+def planning_defaults(mode: str) -> dict[str, str]:
+    """What ``/v1/config`` defaults say about scan planning for a catalog's ``scan_planning`` mode."""
+    return {SCAN_PLANNING_MODE: "server"} if mode == "preferred" else {}
+
+
+class ServedHere:
+    """Every operation served by the proxy; views need a view store, credentials and signing need vending,
+    scan planning a ``scan_planning`` mode other than ``off``."""
+
+    def __init__(self, views: bool, vending: bool, planning: str = "offered") -> None:
+        self._views, self._vending, self._planning = views, vending, planning
 
     async def discover(self, context: RequestContext) -> None:
         return None
@@ -57,10 +70,13 @@ class ServedHere:
             return None
         if template.endswith(VENDING_SUFFIXES) and not self._vending:
             return None
+        if is_planning(template) and self._planning == "off":
+            return None
         return Placement.SERVED
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
-        defaults = {FORMAT_VERSIONS_PROPERTY: ",".join(str(v) for v in range(1, MAX_FORMAT_VERSION + 1))}
+        versions = ",".join(str(v) for v in range(1, MAX_FORMAT_VERSION + 1))
+        defaults = {FORMAT_VERSIONS_PROPERTY: versions} | planning_defaults(self._planning)
         body: dict[str, Any] = {"defaults": defaults, "overrides": {"prefix": prefix}, "endpoints": endpoints}
         if idempotency_lifetime:
             body["idempotency-key-lifetime"] = idempotency_lifetime

@@ -15,6 +15,7 @@ from irc_proxy.handling.access import Access
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.delegation import Asked, Granted
 from irc_proxy.handling.naming import Namespace, TableIdent
+from irc_proxy.handling.serving import planning_defaults
 from irc_proxy.handling.tables import LoadedTable, TableCreate
 from irc_proxy.handling.vending import table_locations
 
@@ -27,9 +28,10 @@ class TableResult:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def _result(loaded: LoadedTable, granted: Granted) -> TableResult:
-    if granted.config:
-        loaded = replace(loaded, config=loaded.config | granted.config)
+def _result(catalog: Catalog, loaded: LoadedTable, granted: Granted) -> TableResult:
+    config = planning_defaults(catalog.scan_planning) | granted.config  # the spec's table config says where to plan
+    if config:
+        loaded = replace(loaded, config=loaded.config | config)
     return TableResult(loaded, granted.fields)
 
 
@@ -44,7 +46,7 @@ async def create_table(
     locations = await delegation.create_locations(catalog, location, create.properties)
     granted = await delegation.table_access(access, catalog, TableIdent(namespace, create.name), locations, asked)
     loaded = await catalog.tables.create(namespace, replace(create, location=location))
-    return _result(loaded, granted)
+    return _result(catalog, loaded, granted)
 
 
 async def register_table(
@@ -54,11 +56,11 @@ async def register_table(
     locations = await delegation.register_locations(catalog, metadata_location)
     granted = await delegation.table_access(access, catalog, ident, locations, asked)
     loaded = await catalog.tables.register(ident.namespace, ident.name, metadata_location, overwrite)
-    return _result(loaded, granted)
+    return _result(catalog, loaded, granted)
 
 
 async def load_table(access: Access, catalog: Catalog, ident: TableIdent, location: str, asked: Asked) -> TableResult:
     """Load the table whose current metadata is at ``location`` (read once by the caller, for its ETag)."""
     loaded = await catalog.tables.load(ident, location)
     locations = table_locations(loaded.metadata.location, loaded.metadata.properties)
-    return _result(loaded, await delegation.table_access(access, catalog, ident, locations, asked))
+    return _result(catalog, loaded, await delegation.table_access(access, catalog, ident, locations, asked))

@@ -18,7 +18,7 @@ from irc_proxy.handling.forwarding import UpstreamCall, UpstreamReply
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
 
-_NAMES = ("table", "view")
+_NAMES = ("table", "view", "plan_id")
 
 
 async def run(request: Request, catalog: Catalog, endpoint: str) -> Response:
@@ -27,7 +27,7 @@ async def run(request: Request, catalog: Catalog, endpoint: str) -> Response:
     call = UpstreamCall(
         endpoint,
         parsing.namespace_param(request) if "namespace" in request.path_params else None,
-        {key: request.path_params[key] for key in _NAMES if key in request.path_params},
+        {key.replace("_", "-"): request.path_params[key] for key in _NAMES if key in request.path_params},
         request.scope.get("query_string", b""),
         tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]),
         await request.body(),

@@ -21,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from irc_proxy.errors import Unsupported
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.serving import Placement
-from irc_proxy.http import access, credentials, forward, namespaces, parsing, tables, views
+from irc_proxy.http import access, credentials, forward, namespaces, parsing, planning, tables, views
 from irc_proxy.http.bodies import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -79,6 +79,10 @@ OPERATIONS: list[Operation] = [
     Operation("POST", TABLE + "/metrics", tables.report_metrics),
     Operation("GET", TABLE + "/credentials", credentials.load_credentials),
     Operation("POST", TABLE + "/sign", credentials.sign_request),
+    Operation("POST", TABLE + "/plan", planning.plan_table_scan),
+    Operation("GET", TABLE + "/plan/{plan-id}", planning.fetch_planning_result),
+    Operation("DELETE", TABLE + "/plan/{plan-id}", planning.cancel_planning),
+    Operation("POST", TABLE + "/tasks", planning.fetch_scan_tasks),
     Operation("POST", "/v1/{prefix}/tables/rename", tables.rename_table, RenameTableRequest),
     Operation("POST", "/v1/{prefix}/transactions/commit", tables.commit_transaction, CommitTransactionRequest),
     Operation("GET", NS + "/views", views.list_views),
@@ -125,9 +129,6 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
 # Spec routes this server does not serve (never advertised): answered 406 as the spec's
 # UnsupportedOperationException instead of a bare 404 that clients would read as "no such table".
 UNSERVED: dict[str, list[str]] = {
-    TABLE + "/plan": ["POST"],
-    TABLE + "/plan/{plan_id}": ["GET", "DELETE"],
-    TABLE + "/tasks": ["POST"],
     NS + "/functions": ["GET"],
     NS + "/functions/{function}": ["GET"],
 }
@@ -135,7 +136,7 @@ UNSERVED: dict[str, list[str]] = {
 
 async def unserved(request: Request) -> Response:
     catalog(request)  # an unknown prefix is still 404 NoSuchWarehouseException
-    template = request.scope["route"].path.replace("{plan_id}", "{plan-id}")
+    template = request.scope["route"].path
     if "{prefix}" not in template:
         template = template.replace("/v1/", "/v1/{prefix}/", 1)
     raise Unsupported(f"{request.method} {template} is not supported by this server")
@@ -147,7 +148,8 @@ def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
     for op in operations:
         by_path.setdefault(op.template, {})[op.method] = op
     unprefixed, prefixed = [], []
-    for template, handlers in by_path.items():
+    for spec_template, handlers in by_path.items():
+        template = spec_template.replace("{plan-id}", "{plan_id}")  # a Starlette parameter name
         methods = list(handlers) + (["HEAD"] if "GET" in handlers and "HEAD" not in handlers else [])
         unprefixed.append(Route(template.replace("/{prefix}", ""), _dispatch(handlers), methods=list(set(methods))))
         prefixed.append(Route(template, _dispatch(handlers), methods=list(set(methods))))

@@ -19,11 +19,12 @@ def test_config_names_prefix_and_exactly_the_served_endpoints(client: httpx.Clie
     assert "POST /v1/{prefix}/transactions/commit" in endpoints
     assert "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}" in endpoints
     assert "POST /v1/{prefix}/namespaces/{namespace}/register-view" in endpoints
-    assert not any("/plan" in e or "/credentials" in e or "/sign" in e or "/functions" in e for e in endpoints)
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan" in endpoints  # scan planning: offered
+    assert not any("/credentials" in e or "/sign" in e or "/functions" in e for e in endpoints)
     for endpoint in endpoints:
         method, path = endpoint.split(" ")
         concrete = path.replace("{prefix}", "local").replace("{namespace}", "zz_none")
-        concrete = concrete.replace("{table}", "t").replace("{view}", "v")
+        concrete = concrete.replace("{table}", "t").replace("{view}", "v").replace("{plan-id}", "p")
         response = client.request(method, concrete, json={})
         assert response.status_code not in (405, 500), (endpoint, response.status_code)
         assert response.status_code != 404 or response.request.method == "HEAD" or "error" in response.json()

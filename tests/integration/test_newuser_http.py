@@ -10,16 +10,12 @@ import pytest
 
 from tests.support.rest import SCHEMA, assert_error, create_namespace, ns_path
 
-PLAN = "/namespaces/{ns}/tables/t/plan"
+FUNCTIONS = "/namespaces/{ns}/functions"
 
 
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("POST", "/namespaces/{ns}/tables/t/plan"),
-        ("GET", "/namespaces/{ns}/tables/t/plan/p1"),
-        ("DELETE", "/namespaces/{ns}/tables/t/plan/p1"),
-        ("POST", "/namespaces/{ns}/tables/t/tasks"),
         ("GET", "/namespaces/{ns}/functions"),
         ("GET", "/namespaces/{ns}/functions/f"),
     ],
@@ -32,13 +28,13 @@ def test_unserved_spec_routes_are_406(client: httpx.Client, method: str, path: s
 
 
 def test_unserved_route_of_an_unknown_prefix_is_still_no_such_warehouse(client: httpx.Client) -> None:
-    response = client.post("/v1/nope" + PLAN.format(ns="a"), json={})
+    response = client.get("/v1/nope" + FUNCTIONS.format(ns="a"))
     assert_error(response, 404, "NoSuchWarehouseException")
 
 
 def test_unserved_routes_are_not_advertised(client: httpx.Client) -> None:
     endpoints = client.get("/v1/config").json()["endpoints"]
-    assert not [e for e in endpoints if "/plan" in e or "/tasks" in e or "/functions" in e]
+    assert not [e for e in endpoints if "/functions" in e]
 
 
 def test_unusable_metadata_location_is_400_not_500(client: httpx.Client, ns_name: str, warehouse_dir: Path) -> None:

@@ -1,0 +1,373 @@
+"""Server-side scan planning: planTableScan, fetchPlanningResult, cancelPlanning and fetchScanTasks.
+
+A plan is stored in the state database (``stores.scan_plans``) so any replica can answer for it; what
+it stores is how to plan each piece again: the metadata file it was planned on, the request, and the
+chunks of manifests (``planning.planner``) its ``plan-tasks`` stand for. So:
+
+* planTableScan reads the manifest list, plans chunks inline until ``tasks_per_response`` tasks or
+  the time budget are reached, and hands out the other chunks as plan tasks (``<plan-id>:<chunk>``).
+  If even the manifest list takes longer than ``sync_budget``, the answer is ``submitted`` and the
+  plan completes in the background (polled with fetchPlanningResult).
+* fetchScanTasks plans one chunk; it is bounded by ``files_per_task`` files.
+* Plans are bound to the caller: another principal, another table or an expired plan gets the spec's
+  404 (NoSuchPlanId / NoSuchPlanTask), never someone else's plan.
+
+Tables of a catalog that forwards table operations to a remote catalog are planned over the
+upstream's metadata, read with the storage access the upstream vends to the proxy. The caller was
+authorized (``table.read``) by the dispatcher; ``storage-credentials`` are added as for loadTable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.table.metadata import TableMetadata
+
+from irc_proxy import errors, metrics
+from irc_proxy.errors import BadRequest, CatalogError, NoSuchPlanId, NoSuchPlanTask, ServiceUnavailable
+from irc_proxy.handling import delegation
+from irc_proxy.handling.access import Access
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.delegation import Asked
+from irc_proxy.handling.format_v3 import ServedTableMetadata
+from irc_proxy.handling.forwarding import UpstreamCall
+from irc_proxy.handling.locations import StorageLocations, is_under, table_paths
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.serving import Placement
+from irc_proxy.handling.storage_reads import local_path, parse_metadata, within
+from irc_proxy.handling.vending import table_locations
+from irc_proxy.planning.manifests import ManifestCache, ManifestSource, Reader
+from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
+from irc_proxy.stores.scan_plans import ScanPlanStore, StoredPlan
+from irc_proxy.threads import ThreadRunner
+
+log = logging.getLogger("irc_proxy.planning")
+LOAD_TABLE = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+LEASE_SECONDS = 300.0
+"""A plan still ``submitted`` this long after its last update lost its planner (a replica stopped): failed."""
+
+
+@dataclass(frozen=True)
+class PlanningLimits:
+    sync_budget: float = 2.0
+    """Seconds a planTableScan may plan before answering ``submitted`` (0: always asynchronous)."""
+    files_per_task: int = 2000
+    """Files one plan task (one fetchScanTasks) covers at most, by the manifest list's counts."""
+    tasks_per_response: int = 1000
+    """File scan tasks put inline in a planTableScan answer before the rest goes out as plan tasks."""
+    max_file_bytes: int = 64 << 20
+    """The largest manifest (list) read."""
+
+
+@dataclass(frozen=True)
+class _Table:
+    """One table as planning reads it."""
+
+    metadata: TableMetadata
+    location: str
+    source: ManifestSource
+    upstream_credentials: list[dict[str, Any]] | None = None
+    """Storage credentials a remote catalog vended for the table (planned here over its metadata)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    planner: ScanPlanner
+    chunks: list[list[str]]
+
+
+class ScanPlanning:
+    """The process's scan planning: the plan store, the manifest cache, the worker threads, the limits."""
+
+    def __init__(
+        self, store: ScanPlanStore, cache: ManifestCache, threads: ThreadRunner, limits: PlanningLimits
+    ) -> None:
+        self.store, self.cache, self._threads, self.limits = store, cache, threads, limits
+        self._background: set[asyncio.Task[None]] = set()
+
+    # Operations ----------------------------------------------------------------------------------------
+    async def plan(
+        self, access: Access, catalog: Catalog, ident: TableIdent, body: Any, asked: Asked
+    ) -> dict[str, Any]:
+        """planTableScan: a ``completed`` answer (tasks inline and/or plan tasks) or ``submitted``."""
+        request = ScanRequest.from_json(body)
+        table = await self._open(access, catalog, ident)
+        plan_id, principal = uuid.uuid4().hex, access.context.principal
+        started = time.monotonic()
+        deadline = started + self.limits.sync_budget
+        work = asyncio.ensure_future(self._threads.run(self._prepare_and_start, table, request, deadline))
+        done, _ = await asyncio.wait({work}, timeout=max(0.0, deadline - time.monotonic()))
+        if not done:
+            await self.store.create(
+                plan_id,
+                principal,
+                catalog.name,
+                tuple(ident.namespace),
+                ident.name,
+                table.location,
+                request.to_json(),
+                None,
+            )
+            self._settle_later(plan_id, work)
+            metrics.SCAN_PLANS.labels(status="submitted").inc()
+            return {"status": "submitted", "plan-id": plan_id}
+        prepared, inline, next_chunk = work.result()
+        await self.store.create(
+            plan_id,
+            principal,
+            catalog.name,
+            tuple(ident.namespace),
+            ident.name,
+            table.location,
+            request.to_json(),
+            prepared.chunks,
+        )
+        metrics.SCAN_PLANS.labels(status="completed").inc()
+        answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **inline.body()}
+        tasks = [f"{plan_id}:{i}" for i in range(next_chunk, len(prepared.chunks))]
+        if tasks:
+            answer["plan-tasks"] = tasks
+        return answer | await self._credentials(access, catalog, ident, table, asked)
+
+    async def result(
+        self, access: Access, catalog: Catalog, ident: TableIdent, plan_id: str, asked: Asked
+    ) -> dict[str, Any]:
+        """fetchPlanningResult: the plan's status; a completed plan's tasks are all plan tasks."""
+        plan = await self._owned(access, catalog, ident, plan_id)
+        if plan.status == "submitted" and time.time() - plan.updated_at.timestamp() > LEASE_SECONDS:
+            interrupted = ServiceUnavailable("Planning was interrupted (the server planning it stopped); plan again")
+            await self.store.fail(plan_id, _error(interrupted))
+            plan = await self._owned(access, catalog, ident, plan_id)
+        if plan.status == "completed":
+            answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id}
+            if plan.chunks:
+                answer["plan-tasks"] = [f"{plan_id}:{i}" for i in range(len(plan.chunks))]
+            table = await self._open(access, catalog, ident, plan.metadata_location)
+            return answer | await self._credentials(access, catalog, ident, table, asked)
+        if plan.status == "failed":
+            return {"status": "failed", "error": plan.error or _error(ServiceUnavailable("Planning failed"))}
+        return {"status": plan.status}
+
+    async def cancel(self, access: Access, catalog: Catalog, ident: TableIdent, plan_id: str) -> None:
+        """cancelPlanning: the plan's tasks are released (a poll answers ``cancelled``)."""
+        await self._owned(access, catalog, ident, plan_id)
+        await self.store.cancel(plan_id)
+
+    async def tasks(self, access: Access, catalog: Catalog, ident: TableIdent, plan_task: Any) -> dict[str, Any]:
+        """fetchScanTasks: the file scan tasks of one plan task."""
+        if not isinstance(plan_task, str):
+            raise BadRequest("Invalid fetchScanTasks request: plan-task must be a string")
+        plan_id, _, index_text = plan_task.rpartition(":")
+        if not plan_id or not index_text.isdigit() or len(index_text) > 9:
+            raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
+        try:
+            plan = await self._owned(access, catalog, ident, plan_id)
+        except NoSuchPlanId:
+            raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}") from None
+        index = int(index_text)
+        if plan.status != "completed" or plan.chunks is None or index >= len(plan.chunks):
+            raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
+        table = await self._open(access, catalog, ident, plan.metadata_location)
+        request = ScanRequest.from_json(plan.request)
+        tasks = await self._threads.run(self._plan_chunk, table, request, plan.chunks[index])
+        return tasks.body()
+
+    # Planning (blocking, in worker threads) ----------------------------------------------------------------
+    def _prepare_and_start(
+        self, table: _Table, request: ScanRequest, deadline: float
+    ) -> tuple[_Prepared, ScanTasks, int]:
+        """Chunk the plan, then plan chunks inline until the budget, the task limit or ``min-rows`` is reached."""
+        planner = ScanPlanner(table.metadata, request, table.source)
+        chunks = planner.chunks(self.limits.files_per_task)
+        inline, planned = ScanTasks(), 0
+        wanted = request.min_rows_requested
+        for chunk in chunks:
+            if planned and (time.monotonic() >= deadline or len(inline.tasks) >= self.limits.tasks_per_response):
+                break
+            if wanted is not None and inline.plain_rows >= wanted:
+                return _Prepared(planner, chunks[:planned]), inline, planned  # enough rows: the rest is not needed
+            planner.plan_chunk(chunk, into=inline)
+            planned += 1
+        return _Prepared(planner, chunks), inline, planned
+
+    @staticmethod
+    def _plan_chunk(table: _Table, request: ScanRequest, chunk: list[str]) -> ScanTasks:
+        return ScanPlanner(table.metadata, request, table.source).plan_chunk(chunk)
+
+    def _settle_later(self, plan_id: str, work: asyncio.Future[tuple[_Prepared, ScanTasks, int]]) -> None:
+        async def settle() -> None:
+            try:
+                prepared, _, _ = await work
+            except CatalogError as exc:
+                await self.store.fail(plan_id, _error(exc))
+                return
+            except Exception:
+                log.exception("scan plan %s failed", plan_id)
+                await self.store.fail(plan_id, _error(ServiceUnavailable("Planning failed; plan again")))
+                return
+            await self.store.complete(plan_id, prepared.chunks)  # all chunks: the inline ones were never sent
+
+        task = asyncio.get_running_loop().create_task(settle())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        """Wait (briefly) for background plans to be stored."""
+        if self._background:
+            await asyncio.wait(self._background, timeout=5)
+
+    # Plans and tables ------------------------------------------------------------------------------------
+    async def _owned(self, access: Access, catalog: Catalog, ident: TableIdent, plan_id: str) -> StoredPlan:
+        plan = await self.store.get(plan_id) if len(plan_id) <= 64 else None
+        if (
+            plan is None
+            or plan.principal != access.context.principal
+            or plan.catalog != catalog.name
+            or TableIdent(plan.namespace, plan.name) != ident
+        ):
+            raise NoSuchPlanId(f"No such plan: {_shown(plan_id)}")
+        return plan
+
+    async def _open(self, access: Access, catalog: Catalog, ident: TableIdent, location: str | None = None) -> _Table:
+        """The table at its current metadata, or at ``location`` (a plan's; the table must still exist)."""
+        if catalog.placement(LOAD_TABLE) is Placement.FORWARDED:
+            return await self._open_remote(access, catalog, ident, location)
+        tables = catalog.tables
+        if location is None:
+            loaded = await tables.load(ident)
+            metadata, location = loaded.metadata, loaded.metadata_location
+            assert location is not None
+        else:
+            await tables.exists(ident)
+            metadata = await tables.files.read(location)
+        reader = tables.files.reader
+        source = ManifestSource(self.cache, catalog.name, reader.read, _confined(metadata, tables.storage.locations))
+        return _Table(metadata, location, source)
+
+    async def _open_remote(self, access: Access, catalog: Catalog, ident: TableIdent, location: str | None) -> _Table:
+        call = UpstreamCall(
+            LOAD_TABLE,
+            ident.namespace,
+            {"table": quote(ident.name, safe="")},
+            headers=(("x-iceberg-access-delegation", "vended-credentials"), ("accept", "application/json")),
+        )
+        reply = await catalog.forward(access.context, call)
+        if reply.status != 200:
+            raise _upstream_error(reply.status, reply.body)
+        try:
+            body = json.loads(reply.body)
+            current = ServedTableMetadata.model_validate(body["metadata"]).root
+            config: dict[str, str] = dict(body.get("config") or {})
+            credentials = list(body.get("storage-credentials") or [])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise errors.ServiceUnavailable(
+                f"The remote catalog answered an unreadable table ({type(exc).__name__})"
+            ) from None
+        io = load_file_io(config | _credential_for(credentials, current.location), current.location)
+        read = _remote_reader(io, self.limits.max_file_bytes)
+        if location is None or location == body.get("metadata-location"):
+            metadata, location = current, str(body.get("metadata-location") or "")
+        else:
+            if not _confined(current, None)(location):
+                raise NoSuchPlanId("The plan's table moved")
+            data = await self._threads.run(read, location, "Table metadata file")
+            metadata = parse_metadata(ServedTableMetadata, data, location, "Table metadata file").root
+        source = ManifestSource(self.cache, f"{catalog.name}/{current.table_uuid}", read, _confined(metadata, None))
+        return _Table(metadata, location, source, credentials)
+
+    async def _credentials(
+        self, access: Access, catalog: Catalog, ident: TableIdent, table: _Table, asked: Asked
+    ) -> dict[str, Any]:
+        """``storage-credentials`` for the files, when the caller asked for vended credentials and may have them."""
+        if delegation.VENDED not in asked.modes:
+            return {}
+        if table.upstream_credentials is not None:
+            return {"storage-credentials": table.upstream_credentials} if table.upstream_credentials else {}
+        locations = table_locations(table.metadata.location, table.metadata.properties)
+        granted = await delegation.table_access(
+            access, catalog, ident, locations, Asked(frozenset({delegation.VENDED}))
+        )
+        found = granted.fields.get("storage-credentials")
+        return {"storage-credentials": found} if found else {}
+
+
+# Helpers ----------------------------------------------------------------------------------------------------
+def _confined(metadata: TableMetadata, locations: StorageLocations | None) -> Callable[[str], bool]:
+    """Whether a path lies under the table's own roots (and the catalog's allowed locations), really."""
+    roots = table_paths(metadata.location, metadata.properties)
+    real_roots = [os.path.realpath(p) for root in roots if (p := local_path(root)) is not None]
+
+    def allows(path: str) -> bool:
+        if not any(is_under(path, root) for root in roots):
+            return False
+        if locations is not None and not locations.allows(path):
+            return False
+        local = local_path(path)
+        return local is None or within(os.path.realpath(os.path.dirname(local)), real_roots)
+
+    return allows
+
+
+def _credential_for(credentials: list[dict[str, Any]], location: str) -> dict[str, str]:
+    """The config of the longest ``storage-credentials`` prefix that covers ``location``."""
+    best: tuple[int, dict[str, str]] = (-1, {})
+    for credential in credentials:
+        prefix, config = credential.get("prefix"), credential.get("config")
+        if (
+            isinstance(prefix, str)
+            and isinstance(config, dict)
+            and location.startswith(prefix)
+            and len(prefix) > best[0]
+        ):
+            best = (len(prefix), {str(k): str(v) for k, v in config.items()})
+    return best[1]
+
+
+def _remote_reader(io: FileIO, max_bytes: int) -> Reader:
+    def read(location: str, what: str) -> bytes:
+        try:
+            with io.new_input(location).open() as stream:
+                data = stream.read(max_bytes + 1)
+        except FileNotFoundError:
+            raise errors.Unprocessable(f"The table's {what} {location} does not exist") from None
+        except OSError as exc:
+            raise errors.ServiceUnavailable(
+                f"Could not read the table's {what} {location} ({type(exc).__name__})"
+            ) from None
+        if len(data) > max_bytes:
+            raise errors.PayloadTooLarge(f"The table's {what} {location} is larger than {max_bytes} bytes")
+        return bytes(data)
+
+    return read
+
+
+def _upstream_error(status: int, body: bytes) -> CatalogError:
+    message, type_name = f"The remote catalog answered {status}", ""
+    try:
+        error = json.loads(body).get("error")
+        if isinstance(error, Mapping):
+            message, type_name = str(error.get("message", message)), str(error.get("type", ""))
+    except (ValueError, AttributeError):
+        pass
+    cls = errors.for_answer(status, type_name) or errors.ServiceUnavailable
+    return cls(message)
+
+
+def _error(exc: CatalogError) -> dict[str, Any]:
+    """The spec's error object for a failed plan."""
+    status, type_name = errors.answer(exc) or errors.answer(ServiceUnavailable("")) or (503, "")
+    return {"message": str(exc), "type": type_name, "code": status}
+
+
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 80 else repr(value[:77] + "...")

@@ -1,0 +1,453 @@
+"""Plans one table scan: which data files (with which delete files and residual filter) a scan reads.
+
+A plan has two steps, so that large plans can be handed out in pieces (``plan-tasks``):
+
+1. :meth:`ScanPlanner.chunks` reads the snapshot's manifest list, drops the data manifests whose
+   partition summaries cannot match the filter, and groups the rest into chunks of at most
+   ``files_per_task`` files (by the manifest list's counts).
+2. :meth:`ScanPlanner.plan_chunk` reads a chunk's manifests, keeps the files whose partition and
+   column metrics may match, and pairs each with the delete files that apply to it (the spec's
+   rules: position deletes and deletion vectors of the same partition, or naming the file, with a
+   sequence number not below the file's; equality deletes of the same partition, or global, with a
+   greater one) and its residual filter.
+
+Incremental scans (``start-snapshot-id``/``end-snapshot-id``) read the files appended by the
+``append`` snapshots after the start up to the end, without deletes, as Java's ``IncrementalAppendScan``.
+Blocking (reads files): run it in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, EqualTo
+from pyiceberg.expressions.visitors import (
+    _InclusiveMetricsEvaluator,
+    expression_evaluator,
+    inclusive_projection,
+    manifest_evaluator,
+    residual_evaluator_of,
+)
+from pyiceberg.manifest import (
+    POSITIONAL_DELETE_SCHEMA,
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Operation, Snapshot
+from pyiceberg.typedef import Record
+from pyiceberg.types import ListType, MapType, StructType
+
+from irc_proxy.errors import BadRequest
+from irc_proxy.planning.content_files import FileRenderer, v3_field
+from irc_proxy.planning.expressions import parse_filter, residual_json
+from irc_proxy.planning.manifests import ManifestSource
+
+PATH_FIELD_ID = 2147483546
+"""The ``file_path`` column of position delete files (its bounds say which data files a file covers)."""
+
+
+def _int(body: Mapping[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"Invalid scan request: {key} must be an integer")
+    return value
+
+
+def _bool(body: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = body.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequest(f"Invalid scan request: {key} must be a boolean")
+    return value
+
+
+def _names(body: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"Invalid scan request: {key} must be a list of field names")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """A PlanTableScanRequest, checked for shape (what it names is checked by :class:`ScanPlanner`)."""
+
+    snapshot_id: int | None = None
+    start_snapshot_id: int | None = None
+    end_snapshot_id: int | None = None
+    select: tuple[str, ...] | None = None
+    filter: Any = None
+    case_sensitive: bool = True
+    use_snapshot_schema: bool = False
+    stats_fields: tuple[str, ...] = ()
+    min_rows_requested: int | None = None
+
+    @classmethod
+    def from_json(cls, body: Any) -> ScanRequest:
+        """Raises BadRequest."""
+        if not isinstance(body, dict):
+            raise BadRequest("Invalid scan request: expected a JSON object")
+        request = cls(
+            snapshot_id=_int(body, "snapshot-id"),
+            start_snapshot_id=_int(body, "start-snapshot-id"),
+            end_snapshot_id=_int(body, "end-snapshot-id"),
+            select=_names(body, "select"),
+            filter=body.get("filter"),
+            case_sensitive=_bool(body, "case-sensitive", True),
+            use_snapshot_schema=_bool(body, "use-snapshot-schema", False),
+            stats_fields=_names(body, "stats-fields") or (),
+            min_rows_requested=_int(body, "min-rows-requested"),
+        )
+        if request.start_snapshot_id is not None and request.end_snapshot_id is None:
+            raise BadRequest("Invalid scan request: end-snapshot-id is required with start-snapshot-id")
+        if request.snapshot_id is not None and request.end_snapshot_id is not None:
+            raise BadRequest("Invalid scan request: snapshot-id cannot be combined with start/end-snapshot-id")
+        if request.min_rows_requested is not None and request.min_rows_requested < 0:
+            raise BadRequest("Invalid scan request: min-rows-requested must not be negative")
+        return request
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "snapshot-id": self.snapshot_id,
+            "start-snapshot-id": self.start_snapshot_id,
+            "end-snapshot-id": self.end_snapshot_id,
+            "select": list(self.select) if self.select is not None else None,
+            "filter": self.filter,
+            "case-sensitive": self.case_sensitive,
+            "use-snapshot-schema": self.use_snapshot_schema,
+            "stats-fields": list(self.stats_fields),
+            "min-rows-requested": self.min_rows_requested,
+        }
+        return {k: v for k, v in body.items() if v is not None}
+
+
+@dataclass
+class ScanTasks:
+    """File scan tasks and the delete files they reference, as the spec's ScanTasks JSON."""
+
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    deletes: list[dict[str, Any]] = field(default_factory=list)
+    plain_rows: int = 0
+    """Rows of the tasks that need neither a residual filter nor deletes (for ``min-rows-requested``)."""
+    _delete_index: dict[str, int] = field(default_factory=dict)
+
+    def add(self, data: dict[str, Any], deletes: Sequence[dict[str, Any]], residual: Any) -> None:
+        references = []
+        for delete in deletes:
+            path = delete["file-path"]
+            if path not in self._delete_index:
+                self._delete_index[path] = len(self.deletes)
+                self.deletes.append(delete)
+            references.append(self._delete_index[path])
+        task: dict[str, Any] = {"data-file": data}
+        if references:
+            task["delete-file-references"] = references
+        task["residual-filter"] = residual
+        if residual is True and not references:
+            self.plain_rows += int(data["record-count"])
+        self.tasks.append(task)
+
+    def body(self) -> dict[str, Any]:
+        return {"file-scan-tasks": self.tasks, "delete-files": self.deletes} if self.tasks else {}
+
+
+class _Deletes:
+    """The delete files of a snapshot, indexed for finding those that apply to one data file."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, list[ManifestEntry]] = {}
+        self._positional: dict[tuple[int, Record], list[ManifestEntry]] = {}
+        self._equality: dict[tuple[int, Record], list[ManifestEntry]] = {}
+        self._global_equality: list[ManifestEntry] = []
+        self.empty = True
+
+    def add(self, entry: ManifestEntry, spec: PartitionSpec | None) -> None:
+        self.empty = False
+        delete = entry.data_file
+        key = (delete.spec_id, delete.partition)
+        if delete.content == DataFileContent.EQUALITY_DELETES:
+            if spec is not None and spec.is_unpartitioned():
+                self._global_equality.append(entry)
+            else:
+                self._equality.setdefault(key, []).append(entry)
+            return
+        referenced = v3_field(delete, "referenced_data_file") or _single_path(delete)
+        if referenced:
+            self._by_path.setdefault(referenced, []).append(entry)
+        else:
+            self._positional.setdefault(key, []).append(entry)
+
+    def for_entry(self, entry: ManifestEntry) -> list[DataFile]:
+        if self.empty:
+            return []
+        data = entry.data_file
+        sequence = entry.sequence_number or 0
+        key = (data.spec_id, data.partition)
+        found = [d.data_file for d in self._by_path.get(data.file_path, ()) if (d.sequence_number or 0) >= sequence]
+        found += [
+            d.data_file
+            for d in self._positional.get(key, ())
+            if (d.sequence_number or 0) >= sequence and _may_cover(d.data_file, data.file_path)
+        ]
+        found += [
+            d.data_file
+            for d in (*self._equality.get(key, ()), *self._global_equality)
+            if (d.sequence_number or 0) > sequence
+        ]
+        return found
+
+
+def _single_path(delete: DataFile) -> str | None:
+    """The one data file a position delete file covers, when its path bounds are equal."""
+    lower, upper = (delete.lower_bounds or {}).get(PATH_FIELD_ID), (delete.upper_bounds or {}).get(PATH_FIELD_ID)
+    if lower and lower == upper:
+        try:
+            return bytes(lower).decode()
+        except UnicodeDecodeError:
+            return None
+    return None
+
+
+def _may_cover(delete: DataFile, path: str) -> bool:
+    bounds = delete.lower_bounds or {}
+    if PATH_FIELD_ID not in bounds or PATH_FIELD_ID not in (delete.upper_bounds or {}):
+        return True
+    evaluator = _InclusiveMetricsEvaluator(POSITIONAL_DELETE_SCHEMA, EqualTo("file_path", path))  # type: ignore[call-arg,arg-type]
+    return bool(evaluator.eval(delete))
+
+
+def _appended_by(entry: ManifestEntry, snapshots: set[int]) -> bool:
+    return entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id in snapshots
+
+
+def _descendant_ids(schema: Schema, field_id: int) -> list[int]:
+    ids = [field_id]
+    field_type = schema.find_type(field_id)
+    children: Iterable[int] = ()
+    if isinstance(field_type, StructType):
+        children = (f.field_id for f in field_type.fields)
+    elif isinstance(field_type, ListType):
+        children = (field_type.element_id,)
+    elif isinstance(field_type, MapType):
+        children = (field_type.key_id, field_type.value_id)
+    for child in children:
+        ids.extend(_descendant_ids(schema, child))
+    return ids
+
+
+class ScanPlanner:
+    """One scan of one table's metadata (see the module docstring). Raises BadRequest for what the request names."""
+
+    def __init__(self, metadata: TableMetadata, request: ScanRequest, source: ManifestSource) -> None:
+        self._metadata, self._request, self._source = metadata, request, source
+        self.snapshot = self._snapshot()
+        self.appended = self._appended()
+        self.schema = self._schema()
+        case_sensitive = request.case_sensitive
+        for name in request.select or ():
+            self._find(name, "select")
+        stats_ids = [
+            i for name in request.stats_fields for i in _descendant_ids(self.schema, self._find(name, "stats-fields"))
+        ]
+        self.row_filter: BooleanExpression = (
+            AlwaysTrue() if request.filter is None else parse_filter(request.filter, self.schema, case_sensitive)
+        )
+        self._specs = metadata.specs()
+        self._renderer = FileRenderer(self.schema, self._specs, stats_ids)
+        self._projections: dict[int, BooleanExpression] = {}
+        self._manifests: dict[str, ManifestFile] | None = None
+        self._delete_files: _Deletes | None = None
+        self._rendered_deletes: dict[str, dict[str, Any]] = {}
+
+    # What is scanned ------------------------------------------------------------------------------------
+    def _snapshot(self) -> Snapshot | None:
+        request, metadata = self._request, self._metadata
+        wanted = request.end_snapshot_id if request.end_snapshot_id is not None else request.snapshot_id
+        if wanted is None:
+            return metadata.current_snapshot()
+        snapshot = metadata.snapshot_by_id(wanted)
+        if snapshot is None:
+            raise BadRequest(f"Invalid scan request: the table has no snapshot {wanted}")
+        return snapshot
+
+    def _appended(self) -> list[Snapshot] | None:
+        """An incremental scan's append snapshots after the start, up to the end (None: not incremental)."""
+        start = self._request.start_snapshot_id
+        if self._request.end_snapshot_id is None:
+            return None
+        if start is not None and self._metadata.snapshot_by_id(start) is None:
+            raise BadRequest(f"Invalid scan request: the table has no snapshot {start}")
+        chain: list[Snapshot] = []
+        current = self.snapshot
+        while current is not None and current.snapshot_id != start:
+            chain.append(current)
+            parent = current.parent_snapshot_id
+            current = None if parent is None else self._metadata.snapshot_by_id(parent)
+        if start is not None and current is None:
+            raise BadRequest(
+                f"Invalid scan request: snapshot {start} is not an ancestor of snapshot {self._request.end_snapshot_id}"
+            )
+        return [s for s in chain if s.summary is not None and s.summary.operation == Operation.APPEND]
+
+    def _schema(self) -> Schema:
+        metadata = self._metadata
+        if self._request.use_snapshot_schema and self.snapshot is not None and self.snapshot.schema_id is not None:
+            for schema in metadata.schemas:
+                if schema.schema_id == self.snapshot.schema_id:
+                    return schema
+        return metadata.schema()
+
+    def _find(self, name: str, what: str) -> int:
+        try:
+            return self.schema.find_field(name, self._request.case_sensitive).field_id
+        except ValueError:
+            raise BadRequest(f"Invalid scan request: {what} names no column {name!r}") from None
+
+    # Step 1: chunks of data manifests -------------------------------------------------------------------
+    def _manifest_files(self) -> dict[str, ManifestFile]:
+        if self._manifests is None:
+            found: dict[str, ManifestFile] = {}
+            if self.appended is not None:
+                for snapshot in self.appended:
+                    for manifest in self._source.manifest_list(snapshot.manifest_list):
+                        if (
+                            manifest.added_snapshot_id == snapshot.snapshot_id
+                            and manifest.content == ManifestContent.DATA
+                        ):
+                            found.setdefault(manifest.manifest_path, manifest)
+            elif self.snapshot is not None:
+                for manifest in self._source.manifest_list(self.snapshot.manifest_list):
+                    found.setdefault(manifest.manifest_path, manifest)
+            self._manifests = found
+        return self._manifests
+
+    def _projection(self, spec_id: int) -> BooleanExpression:
+        if spec_id not in self._projections:
+            spec = self._specs[spec_id]
+            self._projections[spec_id] = inclusive_projection(self.schema, spec, self._request.case_sensitive)(
+                self.row_filter
+            )
+        return self._projections[spec_id]
+
+    def _may_match(self, manifest: ManifestFile) -> bool:
+        if isinstance(self.row_filter, AlwaysTrue):
+            return True
+        spec_id = manifest.partition_spec_id
+        spec = self._specs.get(spec_id)
+        if spec is None:
+            return True
+        evaluate = manifest_evaluator(spec, self.schema, self._projection(spec_id), self._request.case_sensitive)
+        return bool(evaluate(manifest))
+
+    def chunks(self, files_per_task: int) -> list[list[str]]:
+        """The data manifests that may match, grouped into chunks of at most ``files_per_task`` files."""
+        chunks: list[list[str]] = []
+        current: list[str] = []
+        files = 0
+        for path, manifest in self._manifest_files().items():
+            if manifest.content != ManifestContent.DATA or not self._may_match(manifest):
+                continue
+            count = max(1, (manifest.added_files_count or 0) + (manifest.existing_files_count or 0))
+            if current and files + count > files_per_task:
+                chunks.append(current)
+                current, files = [], 0
+            current.append(path)
+            files += count
+        if current:
+            chunks.append(current)
+        return chunks
+
+    # Step 2: the tasks of one chunk ---------------------------------------------------------------------
+    def _deletes(self) -> _Deletes:
+        if self._delete_files is None:
+            self._delete_files = self._index_deletes()
+        return self._delete_files
+
+    def _index_deletes(self) -> _Deletes:
+        deletes = _Deletes()
+        if self.appended is not None:
+            return deletes
+        for manifest in self._manifest_files().values():
+            if manifest.content != ManifestContent.DELETES or not self._may_match(manifest):
+                continue
+            spec = self._specs.get(manifest.partition_spec_id)
+            evaluate = self._partition_evaluator(manifest.partition_spec_id)
+            for entry in self._source.entries(manifest):
+                if evaluate(entry.data_file.partition):
+                    deletes.add(entry, spec)
+        return deletes
+
+    def _partition_evaluator(self, spec_id: int) -> Any:
+        spec = self._specs.get(spec_id)
+        if spec is None or isinstance(self.row_filter, AlwaysTrue):
+            return lambda _partition: True
+        partition_schema = Schema(*spec.partition_type(self.schema).fields)
+        return expression_evaluator(partition_schema, self._projection(spec_id), self._request.case_sensitive)
+
+    def plan_chunk(self, paths: Sequence[str], into: ScanTasks | None = None) -> ScanTasks:
+        """The file scan tasks of one chunk (added to ``into`` when given)."""
+        result = into if into is not None else ScanTasks()
+        manifests = self._manifest_files()
+        deletes = self._deletes()
+        always = isinstance(self.row_filter, AlwaysTrue)
+        metrics = (
+            None
+            if always
+            else _InclusiveMetricsEvaluator(self.schema, self.row_filter, self._request.case_sensitive).eval
+        )
+        appended = None if self.appended is None else {s.snapshot_id for s in self.appended}
+        residuals: dict[tuple[int, Record], Any] = {}
+        evaluators: dict[int, Any] = {}
+        for path in paths:
+            manifest = manifests.get(path)
+            if manifest is None:
+                continue
+            spec_id = manifest.partition_spec_id
+            if spec_id not in evaluators:
+                evaluators[spec_id] = self._partition_evaluator(spec_id)
+            in_partition = evaluators[spec_id]
+            for entry in self._source.entries(manifest):
+                data = entry.data_file
+                if data.content != DataFileContent.DATA:
+                    continue
+                if appended is not None and (
+                    entry.status != ManifestEntryStatus.ADDED or entry.snapshot_id not in appended
+                ):
+                    continue
+                if not always and not (in_partition(data.partition) and metrics is not None and metrics(data)):
+                    continue
+                key = (spec_id, data.partition)
+                if key not in residuals:
+                    residuals[key] = self._residual(spec_id, data.partition)
+                rendered_deletes = [self._render_delete(d) for d in deletes.for_entry(entry)]
+                result.add(self._renderer.render(data), rendered_deletes, residuals[key])
+        return result
+
+    def _render_delete(self, delete: DataFile) -> dict[str, Any]:
+        rendered = self._rendered_deletes.get(delete.file_path)
+        if rendered is None:
+            rendered = self._rendered_deletes[delete.file_path] = self._renderer.render(delete)
+        return rendered
+
+    def _residual(self, spec_id: int, partition: Record) -> Any:
+        if isinstance(self.row_filter, AlwaysTrue):
+            return True
+        spec = self._specs.get(spec_id)
+        if spec is None:
+            return residual_json(self.row_filter, self.schema)
+        evaluator = residual_evaluator_of(spec, self.row_filter, self._request.case_sensitive, self.schema)
+        return residual_json(evaluator.residual_for(partition), self.schema)

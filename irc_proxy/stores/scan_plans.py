@@ -1,0 +1,151 @@
+"""Server-side scan plans in the state database, so any replica answers a poll, a task fetch or a cancel.
+
+A row holds what is needed to plan again any piece of the plan (the table, the metadata file it was
+planned on, the request) and, once planned, the chunks of manifests its plan tasks stand for. Rows
+live for ``ttl`` after they are created and are purged opportunistically afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Column, DateTime, Engine, MetaData, String, Table, Text, delete, insert, select, update
+
+from irc_proxy.dberrors import database_errors
+from irc_proxy.threads import ThreadRunner
+
+PLANS = Table(
+    "scan_plan",
+    MetaData(),
+    Column("plan_id", String(64), primary_key=True),
+    Column("principal", String(255), nullable=False),
+    Column("catalog", String(255), nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("metadata_location", Text, nullable=False),
+    Column("request", Text, nullable=False),
+    Column("chunks", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+PURGE_INTERVAL_SECONDS = 60.0
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class StoredPlan:
+    plan_id: str
+    principal: str
+    catalog: str
+    namespace: tuple[str, ...]
+    name: str
+    status: str
+    """``submitted``, ``completed``, ``failed`` or ``cancelled``."""
+    metadata_location: str
+    request: dict[str, Any]
+    chunks: list[list[str]] | None
+    error: dict[str, Any] | None
+    updated_at: datetime
+
+
+class ScanPlanStore:
+    """Create, read and settle plans; every method is one short transaction in a worker thread."""
+
+    def __init__(self, engine: Engine, threads: ThreadRunner, ttl: timedelta) -> None:
+        self._engine, self._threads, self.ttl = engine, threads, ttl
+        self._purged_at = 0.0
+
+    async def create(
+        self,
+        plan_id: str,
+        principal: str,
+        catalog: str,
+        namespace: tuple[str, ...],
+        name: str,
+        metadata_location: str,
+        request: dict[str, Any],
+        chunks: list[list[str]] | None,
+    ) -> None:
+        """Store a new plan: ``completed`` with its ``chunks``, or ``submitted`` (chunks None) until settled."""
+        now = datetime.now(UTC)
+        row = {
+            "plan_id": plan_id,
+            "principal": principal,
+            "catalog": catalog,
+            "namespace": json.dumps(list(namespace)),
+            "name": name,
+            "status": "submitted" if chunks is None else "completed",
+            "metadata_location": metadata_location,
+            "request": json.dumps(request),
+            "chunks": None if chunks is None else json.dumps(chunks),
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": now + self.ttl,
+        }
+        await self._threads.run(self._execute, insert(PLANS).values(**row))
+
+    async def get(self, plan_id: str) -> StoredPlan | None:
+        """The plan, or None when there is none (or it expired)."""
+        return await self._threads.run(self._get, plan_id)
+
+    async def complete(self, plan_id: str, chunks: list[list[str]]) -> bool:
+        """Settle a submitted plan as completed; False when it is no longer submitted (cancelled, gone)."""
+        return await self._settle(plan_id, "completed", chunks=json.dumps(chunks))
+
+    async def fail(self, plan_id: str, error: dict[str, Any]) -> bool:
+        """Settle a submitted plan as failed with the spec's ``error`` object."""
+        return await self._settle(plan_id, "failed", error=json.dumps(error))
+
+    async def cancel(self, plan_id: str) -> bool:
+        """Cancel the plan (its tasks are gone); False when there is no such plan."""
+        statement = (
+            update(PLANS)
+            .where(PLANS.c.plan_id == plan_id, PLANS.c.expires_at > datetime.now(UTC))
+            .values(status="cancelled", chunks=None, updated_at=datetime.now(UTC))
+        )
+        return bool(await self._threads.run(self._execute, statement))
+
+    async def _settle(self, plan_id: str, status: str, **values: Any) -> bool:
+        statement = (
+            update(PLANS)
+            .where(PLANS.c.plan_id == plan_id, PLANS.c.status == "submitted")
+            .values(status=status, updated_at=datetime.now(UTC), **values)
+        )
+        return bool(await self._threads.run(self._execute, statement))
+
+    # Blocking parts, run in worker threads ----------------------------------------------------------------
+    def _execute(self, statement: Any) -> int:
+        with database_errors("State database"), self._engine.begin() as conn:
+            return int(conn.execute(statement).rowcount)
+
+    def _get(self, plan_id: str) -> StoredPlan | None:
+        if time.monotonic() - self._purged_at > PURGE_INTERVAL_SECONDS:
+            self._purged_at = time.monotonic()
+            self._execute(delete(PLANS).where(PLANS.c.expires_at < datetime.now(UTC)))
+        with database_errors("State database"), self._engine.begin() as conn:
+            row = conn.execute(select(PLANS).where(PLANS.c.plan_id == plan_id)).first()
+        if row is None or _utc(row.expires_at) <= datetime.now(UTC):
+            return None
+        return StoredPlan(
+            plan_id=row.plan_id,
+            principal=row.principal,
+            catalog=row.catalog,
+            namespace=tuple(json.loads(row.namespace)),
+            name=row.name,
+            status=row.status,
+            metadata_location=row.metadata_location,
+            request=json.loads(row.request),
+            chunks=None if row.chunks is None else json.loads(row.chunks),
+            error=None if row.error is None else json.loads(row.error),
+            updated_at=_utc(row.updated_at),
+        )
