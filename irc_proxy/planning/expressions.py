@@ -170,9 +170,11 @@ def parse_filter(node: Any, schema: Schema, case_sensitive: bool = True) -> Bool
     Raises:
         BadRequest: malformed, naming an unknown column, or a literal that is no value of its column.
     """
-    expression = _Parser(schema, case_sensitive).predicate(node)
     try:
+        expression = _Parser(schema, case_sensitive).predicate(node)
         bind(schema, expression, case_sensitive)
+    except RecursionError:
+        raise BadRequest("Invalid filter: nested too deeply") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise BadRequest(f"Invalid filter: {exc}") from None
     return expression
