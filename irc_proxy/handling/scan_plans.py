@@ -48,7 +48,7 @@ from irc_proxy.handling.storage_reads import local_path, parse_metadata, within
 from irc_proxy.handling.vending import table_locations
 from irc_proxy.planning.manifests import ManifestCache, ManifestSource, Reader
 from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
-from irc_proxy.stores.scan_plans import ScanPlanStore, StoredPlan
+from irc_proxy.stores.scan_plans import PlanOwner, ScanPlanStore, StoredPlan
 from irc_proxy.threads import ThreadRunner
 
 log = logging.getLogger("irc_proxy.planning")
@@ -102,36 +102,18 @@ class ScanPlanning:
         """planTableScan: a ``completed`` answer (tasks inline and/or plan tasks) or ``submitted``."""
         request = ScanRequest.from_json(body)
         table = await self._open(access, catalog, ident)
-        plan_id, principal = uuid.uuid4().hex, access.context.principal
+        plan_id, owner = uuid.uuid4().hex, _owner(access, catalog, ident)
         started = time.monotonic()
         deadline = started + self.limits.sync_budget
         work = asyncio.ensure_future(self._threads.run(self._prepare_and_start, table, request, deadline))
         done, _ = await asyncio.wait({work}, timeout=max(0.0, deadline - time.monotonic()))
         if not done:
-            await self.store.create(
-                plan_id,
-                principal,
-                catalog.name,
-                tuple(ident.namespace),
-                ident.name,
-                table.location,
-                request.to_json(),
-                None,
-            )
+            await self.store.create(plan_id, owner, table.location, request.to_json(), None)
             self._settle_later(plan_id, work)
             metrics.SCAN_PLANS.labels(status="submitted").inc()
             return {"status": "submitted", "plan-id": plan_id}
         prepared, inline, next_chunk = work.result()
-        await self.store.create(
-            plan_id,
-            principal,
-            catalog.name,
-            tuple(ident.namespace),
-            ident.name,
-            table.location,
-            request.to_json(),
-            prepared.chunks,
-        )
+        await self.store.create(plan_id, owner, table.location, request.to_json(), prepared.chunks)
         metrics.SCAN_PLANS.labels(status="completed").inc()
         answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **inline.body()}
         tasks = [f"{plan_id}:{i}" for i in range(next_chunk, len(prepared.chunks))]
@@ -229,12 +211,7 @@ class ScanPlanning:
     # Plans and tables ------------------------------------------------------------------------------------
     async def _owned(self, access: Access, catalog: Catalog, ident: TableIdent, plan_id: str) -> StoredPlan:
         plan = await self.store.get(plan_id) if len(plan_id) <= 64 else None
-        if (
-            plan is None
-            or plan.principal != access.context.principal
-            or plan.catalog != catalog.name
-            or TableIdent(plan.namespace, plan.name) != ident
-        ):
+        if plan is None or plan.owner != _owner(access, catalog, ident):
             raise NoSuchPlanId(f"No such plan: {_shown(plan_id)}")
         return plan
 
@@ -361,6 +338,10 @@ def _upstream_error(status: int, body: bytes) -> CatalogError:
         pass
     cls = errors.for_answer(status, type_name) or errors.ServiceUnavailable
     return cls(message)
+
+
+def _owner(access: Access, catalog: Catalog, ident: TableIdent) -> PlanOwner:
+    return PlanOwner(access.context.principal, catalog.name, tuple(ident.namespace), ident.name)
 
 
 def _error(exc: CatalogError) -> dict[str, Any]:

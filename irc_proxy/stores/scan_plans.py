@@ -43,12 +43,19 @@ def _utc(moment: datetime) -> datetime:
 
 
 @dataclass(frozen=True)
-class StoredPlan:
-    plan_id: str
+class PlanOwner:
+    """Whose plan it is: the principal, and the table it scans."""
+
     principal: str
     catalog: str
     namespace: tuple[str, ...]
     name: str
+
+
+@dataclass(frozen=True)
+class StoredPlan:
+    plan_id: str
+    owner: PlanOwner
     status: str
     """``submitted``, ``completed``, ``failed`` or ``cancelled``."""
     metadata_location: str
@@ -68,10 +75,7 @@ class ScanPlanStore:
     async def create(
         self,
         plan_id: str,
-        principal: str,
-        catalog: str,
-        namespace: tuple[str, ...],
-        name: str,
+        owner: PlanOwner,
         metadata_location: str,
         request: dict[str, Any],
         chunks: list[list[str]] | None,
@@ -80,10 +84,10 @@ class ScanPlanStore:
         now = datetime.now(UTC)
         row = {
             "plan_id": plan_id,
-            "principal": principal,
-            "catalog": catalog,
-            "namespace": json.dumps(list(namespace)),
-            "name": name,
+            "principal": owner.principal,
+            "catalog": owner.catalog,
+            "namespace": json.dumps(list(owner.namespace)),
+            "name": owner.name,
             "status": "submitted" if chunks is None else "completed",
             "metadata_location": metadata_location,
             "request": json.dumps(request),
@@ -138,10 +142,7 @@ class ScanPlanStore:
             return None
         return StoredPlan(
             plan_id=row.plan_id,
-            principal=row.principal,
-            catalog=row.catalog,
-            namespace=tuple(json.loads(row.namespace)),
-            name=row.name,
+            owner=PlanOwner(row.principal, row.catalog, tuple(json.loads(row.namespace)), row.name),
             status=row.status,
             metadata_location=row.metadata_location,
             request=json.loads(row.request),
