@@ -113,7 +113,9 @@ class ScanPlanning:
             metrics.SCAN_PLANS.labels(status="submitted").inc()
             return {"status": "submitted", "plan-id": plan_id}
         prepared, inline, next_chunk = work.result()
-        await self.store.create(plan_id, owner, table.location, request.to_json(), prepared.chunks)
+        # Chunks answered inline are stored empty: a poll lists only the plan tasks still to fetch.
+        remaining = [[] if i < next_chunk else chunk for i, chunk in enumerate(prepared.chunks)]
+        await self.store.create(plan_id, owner, table.location, request.to_json(), remaining)
         metrics.SCAN_PLANS.labels(status="completed").inc()
         answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **inline.body()}
         tasks = [f"{plan_id}:{i}" for i in range(next_chunk, len(prepared.chunks))]
@@ -132,8 +134,9 @@ class ScanPlanning:
             plan = await self._owned(access, catalog, ident, plan_id)
         if plan.status == "completed":
             answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id}
-            if plan.chunks:
-                answer["plan-tasks"] = [f"{plan_id}:{i}" for i in range(len(plan.chunks))]
+            tasks = [f"{plan_id}:{i}" for i, chunk in enumerate(plan.chunks or []) if chunk]
+            if tasks:
+                answer["plan-tasks"] = tasks
             table = await self._open(access, catalog, ident, plan.metadata_location)
             return answer | await self._credentials(access, catalog, ident, table, asked)
         if plan.status == "failed":
@@ -157,7 +160,7 @@ class ScanPlanning:
         except NoSuchPlanId:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}") from None
         index = int(index_text)
-        if plan.status != "completed" or plan.chunks is None or index >= len(plan.chunks):
+        if plan.status != "completed" or plan.chunks is None or index >= len(plan.chunks) or not plan.chunks[index]:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
         table = await self._open(access, catalog, ident, plan.metadata_location)
         request = ScanRequest.from_json(plan.request)
