@@ -25,7 +25,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -34,7 +34,7 @@ from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy import errors, metrics
-from irc_proxy.errors import BadRequest, CatalogError, NoSuchPlanId, NoSuchPlanTask, ServiceUnavailable
+from irc_proxy.errors import BadRequest, CatalogError, NoSuchPlanId, NoSuchPlanTask, NotFound, ServiceUnavailable
 from irc_proxy.handling import delegation
 from irc_proxy.handling.access import Access
 from irc_proxy.handling.catalog import Catalog
@@ -162,7 +162,10 @@ class ScanPlanning:
         index = int(index_text)
         if plan.status != "completed" or plan.chunks is None or index >= len(plan.chunks) or not plan.chunks[index]:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
-        table = await self._open(access, catalog, ident, plan.metadata_location)
+        try:
+            table = await self._open(access, catalog, ident, plan.metadata_location)
+        except NoSuchPlanId:
+            raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)} (its table was dropped since)") from None
         request = ScanRequest.from_json(plan.request)
         tasks = await self._threads.run(self._plan_chunk, table, request, plan.chunks[index])
         return tasks.body()
@@ -177,10 +180,10 @@ class ScanPlanning:
         inline, planned = ScanTasks(), 0
         wanted = request.min_rows_requested
         for chunk in chunks:
+            if wanted is not None and planned and inline.plain_rows >= wanted:
+                return _Prepared(planner, chunks[:planned]), inline, planned  # enough rows: the rest is not needed
             if planned and (time.monotonic() >= deadline or len(inline.tasks) >= self.limits.tasks_per_response):
                 break
-            if wanted is not None and inline.plain_rows >= wanted:
-                return _Prepared(planner, chunks[:planned]), inline, planned  # enough rows: the rest is not needed
             planner.plan_chunk(chunk, into=inline)
             planned += 1
         return _Prepared(planner, chunks), inline, planned
@@ -223,13 +226,13 @@ class ScanPlanning:
         if catalog.placement(LOAD_TABLE) is Placement.FORWARDED:
             return await self._open_remote(access, catalog, ident, location)
         tables = catalog.tables
-        if location is None:
-            loaded = await tables.load(ident)
-            metadata, location = loaded.metadata, loaded.metadata_location
-            assert location is not None
-        else:
-            await tables.exists(ident)
-            metadata = await tables.files.read(location)
+        loaded = await tables.load(ident)
+        metadata, current = loaded.metadata, loaded.metadata_location
+        assert current is not None
+        if location is not None and location != current:
+            metadata = await _planned_metadata(tables.files.read, location)
+            _same_table(metadata, loaded.metadata)
+        location = location or current
         reader = tables.files.reader
         source = ManifestSource(self.cache, catalog.name, reader.read, _confined(metadata, tables.storage.locations))
         return _Table(metadata, location, source)
@@ -255,13 +258,19 @@ class ScanPlanning:
             ) from None
         io = load_file_io(config | _credential_for(credentials, current.location), current.location)
         read = _remote_reader(io, self.limits.max_file_bytes)
+        metadata: TableMetadata = current
         if location is None or location == body.get("metadata-location"):
-            metadata, location = current, str(body.get("metadata-location") or "")
+            location = str(body.get("metadata-location") or "")
         else:
             if not _confined(current, None)(location):
-                raise NoSuchPlanId("The plan's table moved")
-            data = await self._threads.run(read, location, "Table metadata file")
-            metadata = parse_metadata(ServedTableMetadata, data, location, "Table metadata file").root
+                raise NoSuchPlanId("No such plan: its table was dropped or moved since")
+
+            async def read_planned(where: str) -> TableMetadata:
+                data = await self._threads.run(read, where, "Table metadata file")
+                return parse_metadata(ServedTableMetadata, data, where, "Table metadata file").root
+
+            metadata = await _planned_metadata(read_planned, location)
+            _same_table(metadata, current)
         source = ManifestSource(self.cache, f"{catalog.name}/{current.table_uuid}", read, _confined(metadata, None))
         return _Table(metadata, location, source, credentials)
 
@@ -341,6 +350,20 @@ def _upstream_error(status: int, body: bytes) -> CatalogError:
         pass
     cls = errors.for_answer(status, type_name) or errors.ServiceUnavailable
     return cls(message)
+
+
+async def _planned_metadata(read: Callable[[str], Awaitable[TableMetadata]], location: str) -> TableMetadata:
+    """The metadata file a plan was planned on; gone (the table was purged or expired) is no plan."""
+    try:
+        return await read(location)
+    except NotFound:
+        raise NoSuchPlanId("No such plan: its table's metadata is gone") from None
+
+
+def _same_table(planned: TableMetadata, current: TableMetadata) -> None:
+    """A plan belongs to one table, not to a name: a table dropped and created again has other plans."""
+    if planned.table_uuid != current.table_uuid:
+        raise NoSuchPlanId("No such plan: its table was dropped since")
 
 
 def _owner(access: Access, catalog: Catalog, ident: TableIdent) -> PlanOwner:

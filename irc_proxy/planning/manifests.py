@@ -100,16 +100,13 @@ class ManifestSource:
     def __init__(self, cache: ManifestCache | None, scope: str, read: Reader, allows: Callable[[str], bool]) -> None:
         self._cache, self._scope, self._read, self._allows = cache, scope, read, allows
 
-    def _bytes(self, path: str, what: str) -> bytes:
-        if not self._allows(path):
-            raise Forbidden(f"The table's {what} {path} lies outside the catalog's allowed locations")
-        return self._read(path, what)
-
     def _cached(self, path: str, what: str, decode: Callable[[bytes], list[Any]]) -> list[Any]:
+        if not self._allows(path):  # before the cache too: another table's cached manifests are not this one's
+            raise Forbidden(f"The table's {what} {path} lies outside the catalog's allowed locations")
         key = (self._scope, what, path)
         if self._cache is not None and (found := self._cache.get(key)) is not None:
             return list(found)
-        data = self._bytes(path, what)
+        data = self._read(path, what)
         try:
             value = decode(data)
         except CatalogError:

@@ -423,11 +423,6 @@ def test_a_plan_belongs_to_its_principal_and_its_table(
     assert fetch_result(x.get(f"{url}/plan/{plan_id}"))["status"] == "completed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: a plan is bound to the table's name, not the table (its uuid): after a drop and a create "
-    "under the same name the old plan polls as completed and its tasks list the dropped table's files",
-)
 def test_a_plan_does_not_outlive_its_table(root: httpx.Client, catalog: RestCatalog) -> None:
     """Dropped and created again under the same name, the table is another table: the old plan is not its plan."""
     url = table_path(NS, "reborn")
@@ -675,11 +670,6 @@ def test_a_large_plan_is_paged_into_plan_tasks_that_cover_every_file_exactly_onc
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: ScanPlanning._prepare_and_start stops at tasks_per_response (and the time budget) before it "
-    "checks min-rows-requested, so the chunks not needed still go out as plan tasks",
-)
 def test_min_rows_requested_smaller_than_a_file_ends_the_plan_in_its_first_answer(
     root: httpx.Client, paged: Table
 ) -> None:
@@ -871,17 +861,12 @@ def list_naming(manifest: str | None, source: str, directory: Path) -> str:
     return path.as_uri()
 
 
-CACHED = pytest.mark.xfail(
-    strict=True,
-    reason="server bug: ManifestSource._cached answers from the manifest cache before it checks allows(path), "
-    "so a manifest list or manifest another table's plan decoded is served to any table that names it",
-)
 ATTACKS = [
     "manifest list outside the warehouse",
     "manifest list in a sibling directory named like the table",
     "manifest list through a symlink out of the table",
-    pytest.param("manifest list of another table", marks=CACHED),
-    pytest.param("manifests of another table", marks=CACHED),
+    "manifest list of another table",
+    "manifests of another table",
     "manifest outside the table",
     "manifest list /etc/passwd",
 ]
