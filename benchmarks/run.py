@@ -35,6 +35,7 @@ ORDER = [
     "listing",
     "contention",
     "memory",
+    "scan_planning",
     "spark_pipeline",
 ]
 COLUMNS = ("name", "metric", "proxy", "baseline", "ratio", "goal", "result")
