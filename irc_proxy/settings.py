@@ -72,7 +72,8 @@ class ScanPlanningSettings(_Strict):
     """Server-side scan planning (``[server.scan_planning]``); each catalog says whether clients use it."""
 
     sync_budget_seconds: Annotated[float, Field(ge=0, le=600)] = 2.0
-    """How long planTableScan plans before answering ``submitted`` (polled); 0 plans every scan asynchronously."""
+    """How long planTableScan may read the manifest list before answering ``submitted`` (0: always asynchronous);
+    inline planning also stops at it, between chunks."""
     plan_ttl: timedelta = timedelta(hours=1)
     """How long a plan id and its plan tasks stay valid (ISO-8601 duration)."""
     files_per_task: Annotated[int, Field(ge=1, le=1_000_000)] = 2000

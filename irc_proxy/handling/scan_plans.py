@@ -103,16 +103,18 @@ class ScanPlanning:
         request = ScanRequest.from_json(body)
         table = await self._open(access, catalog, ident)
         plan_id, owner = uuid.uuid4().hex, _owner(access, catalog, ident)
-        started = time.monotonic()
-        deadline = started + self.limits.sync_budget
-        work = asyncio.ensure_future(self._threads.run(self._prepare_and_start, table, request, deadline))
+        deadline = time.monotonic() + self.limits.sync_budget
+        # Only reading the manifest list may turn a plan asynchronous: once chunked, the chunk being planned
+        # is waited for (inline planning stops between chunks at the deadline), since most clients
+        # (pyiceberg 0.12) cannot poll.
+        work = asyncio.ensure_future(self._threads.run(self._prepare, table, request))
         done, _ = await asyncio.wait({work}, timeout=max(0.0, deadline - time.monotonic()))
         if not done:
             await self.store.create(plan_id, owner, table.location, request.to_json(), None)
             self._settle_later(plan_id, work)
             metrics.SCAN_PLANS.labels(status="submitted").inc()
             return {"status": "submitted", "plan-id": plan_id}
-        prepared, inline, next_chunk = work.result()
+        prepared, inline, next_chunk = await self._threads.run(self._start, work.result(), request, deadline)
         # Chunks answered inline are stored empty: a poll lists only the plan tasks still to fetch.
         remaining = [[] if i < next_chunk else chunk for i, chunk in enumerate(prepared.chunks)]
         await self.store.create(plan_id, owner, table.location, request.to_json(), remaining)
@@ -171,12 +173,14 @@ class ScanPlanning:
         return tasks.body()
 
     # Planning (blocking, in worker threads) ----------------------------------------------------------------
-    def _prepare_and_start(
-        self, table: _Table, request: ScanRequest, deadline: float
-    ) -> tuple[_Prepared, ScanTasks, int]:
-        """Chunk the plan, then plan chunks inline until the budget, the task limit or ``min-rows`` is reached."""
+    def _prepare(self, table: _Table, request: ScanRequest) -> _Prepared:
+        """Read the manifest list and chunk the data manifests that may match."""
         planner = ScanPlanner(table.metadata, request, table.source)
-        chunks = planner.chunks(self.limits.files_per_task)
+        return _Prepared(planner, planner.chunks(self.limits.files_per_task))
+
+    def _start(self, prepared: _Prepared, request: ScanRequest, deadline: float) -> tuple[_Prepared, ScanTasks, int]:
+        """Plan chunks inline until the budget, the task limit or ``min-rows-requested`` is reached (one at least)."""
+        planner, chunks = prepared.planner, prepared.chunks
         inline, planned = ScanTasks(), 0
         wanted = request.min_rows_requested
         for chunk in chunks:
@@ -186,16 +190,16 @@ class ScanPlanning:
                 break
             planner.plan_chunk(chunk, into=inline)
             planned += 1
-        return _Prepared(planner, chunks), inline, planned
+        return prepared, inline, planned
 
     @staticmethod
     def _plan_chunk(table: _Table, request: ScanRequest, chunk: list[str]) -> ScanTasks:
         return ScanPlanner(table.metadata, request, table.source).plan_chunk(chunk)
 
-    def _settle_later(self, plan_id: str, work: asyncio.Future[tuple[_Prepared, ScanTasks, int]]) -> None:
+    def _settle_later(self, plan_id: str, work: asyncio.Future[_Prepared]) -> None:
         async def settle() -> None:
             try:
-                prepared, _, _ = await work
+                prepared = await work
             except CatalogError as exc:
                 await self.store.fail(plan_id, _error(exc))
                 return
