@@ -45,7 +45,15 @@ from pyiceberg.expressions import (
 from pyiceberg.expressions.literals import Literal, literal
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
-from pyiceberg.types import BinaryType, FixedType, NestedField, PrimitiveType, UUIDType
+from pyiceberg.types import (
+    BinaryType,
+    FixedType,
+    NestedField,
+    PrimitiveType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    UUIDType,
+)
 
 from irc_proxy.errors import BadRequest
 
@@ -154,6 +162,12 @@ class _Parser:
         try:
             return literal(from_json(field_type, value))
         except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:
+            if isinstance(field_type, (TimestamptzType, TimestamptzNanoType)) and isinstance(value, str):
+                # pyiceberg 0.12 writes a timestamptz literal as UTC without an offset: read it as UTC
+                try:
+                    return literal(from_json(field_type, value + "+00:00"))
+                except (TypeError, ValueError, ArithmeticError, AttributeError):
+                    pass
             raise BadRequest(f"Invalid filter: {_shown(value)} is not a {field_type} value ({exc})") from None
 
     def _literals(self, name: str, values: Any) -> list[Literal[Any]]:

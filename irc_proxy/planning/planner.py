@@ -135,6 +135,11 @@ class ScanRequest:
         return {k: v for k, v in body.items() if v is not None}
 
 
+def _delete_key(delete: dict[str, Any]) -> tuple[str, int | None]:
+    """One delete file entry: deletion vectors of several data files share a Puffin file, at different offsets."""
+    return delete["file-path"], delete.get("content-offset")
+
+
 @dataclass
 class ScanTasks:
     """File scan tasks and the delete files they reference, as the spec's ScanTasks JSON."""
@@ -143,16 +148,16 @@ class ScanTasks:
     deletes: list[dict[str, Any]] = field(default_factory=list)
     plain_rows: int = 0
     """Rows of the tasks that need neither a residual filter nor deletes (for ``min-rows-requested``)."""
-    _delete_index: dict[str, int] = field(default_factory=dict)
+    _delete_index: dict[tuple[str, int | None], int] = field(default_factory=dict)
 
     def add(self, data: dict[str, Any], deletes: Sequence[dict[str, Any]], residual: Any) -> None:
         references = []
         for delete in deletes:
-            path = delete["file-path"]
-            if path not in self._delete_index:
-                self._delete_index[path] = len(self.deletes)
+            key = _delete_key(delete)
+            if key not in self._delete_index:
+                self._delete_index[key] = len(self.deletes)
                 self.deletes.append(delete)
-            references.append(self._delete_index[path])
+            references.append(self._delete_index[key])
         task: dict[str, Any] = {"data-file": data}
         if references:
             task["delete-file-references"] = references
@@ -271,7 +276,7 @@ class ScanPlanner:
         self._projections: dict[int, BooleanExpression] = {}
         self._manifests: dict[str, ManifestFile] | None = None
         self._delete_files: _Deletes | None = None
-        self._rendered_deletes: dict[str, dict[str, Any]] = {}
+        self._rendered_deletes: dict[tuple[str, int | None], dict[str, Any]] = {}
 
     # What is scanned ------------------------------------------------------------------------------------
     def _snapshot(self) -> Snapshot | None:
@@ -438,9 +443,10 @@ class ScanPlanner:
         return result
 
     def _render_delete(self, delete: DataFile) -> dict[str, Any]:
-        rendered = self._rendered_deletes.get(delete.file_path)
+        key = (delete.file_path, v3_field(delete, "content_offset"))
+        rendered = self._rendered_deletes.get(key)
         if rendered is None:
-            rendered = self._rendered_deletes[delete.file_path] = self._renderer.render(delete)
+            rendered = self._rendered_deletes[key] = self._renderer.render(delete)
         return rendered
 
     def _residual(self, spec_id: int, partition: Record) -> Any:
