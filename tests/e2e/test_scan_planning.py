@@ -397,6 +397,12 @@ def types_rows(first: int, last: int) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=TYPES_SCHEMA.as_arrow())
 
 
+FLOATS_SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "d", DoubleType(), required=False),
+    NestedField(3, "f", FloatType(), required=False),
+)
+
 BIG_SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "part", IntegerType()))
 BIG_APPENDS = 6
 BIG_FILES_PER_APPEND = 500  # one manifest per append, one file per partition value
@@ -538,6 +544,23 @@ def tables(backend: Backend) -> Tables:
     add_equality_deletes(eq_global, pa.table({"id": pa.array([1], pa.int64())}))
     eq_global.append(part_rows(1, 2))
 
+    floats = catalog.create_table(
+        (ns, "non_finite"),
+        FLOATS_SCHEMA,
+        partition_spec=PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "d")),
+    )
+    append_partitioned(
+        floats,
+        pa.Table.from_pylist(
+            [
+                {"id": 1, "d": NAN, "f": NAN},
+                {"id": 2, "d": math.inf, "f": -math.inf},
+                {"id": 3, "d": 1.5, "f": 2.5},
+            ],
+            schema=FLOATS_SCHEMA.as_arrow(),
+        ),
+    )
+
     types = catalog.create_table((ns, "types"), TYPES_SCHEMA, partition_spec=TYPES_SPEC)
     append_partitioned(types, types_rows(1, 9))
     append_partitioned(types, types_rows(10, 16))
@@ -677,6 +700,22 @@ OFFSETLESS_TIMESTAMPTZ = pytest.mark.xfail(
 def test_literal_types(backend: Backend, tables: Tables, case: str) -> None:
     for expression in TYPE_FILTERS[case]:
         assert same_scan(backend, "types", row_filter=expression), expression
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="server bug: NaN and infinite partition values and infinite bounds are rendered as JSON null "
+    "(a null partition / a null in a ValueMap) instead of a non-null value",
+)
+def test_non_finite_floats_are_not_null(backend: Backend, tables: Tables) -> None:
+    """A partition value NaN or Infinity is not a null partition; an infinite bound is not a null bound."""
+    answer = plan_http(backend, "non_finite", {"stats-fields": ["d", "f"]})
+    assert len(answer["file-scan-tasks"]) == 3
+    for task in answer["file-scan-tasks"]:
+        data = task["data-file"]
+        assert data["partition"] != [None], data
+        for key in ("lower-bounds", "upper-bounds"):
+            assert None not in data.get(key, {}).get("values", []), data
 
 
 # Time travel -------------------------------------------------------------------------------------------------
