@@ -15,7 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
+from pyiceberg.avro.reader import Reader as AvroReader
+from pyiceberg.avro.resolver import resolve_reader
 from pyiceberg.manifest import (
     MANIFEST_ENTRY_SCHEMAS,
     MANIFEST_LIST_FILE_SCHEMAS,
@@ -29,6 +32,7 @@ from pyiceberg.manifest import (
     PartitionFieldSummary,
     _inherit_from_manifest,
 )
+from pyiceberg.schema import Schema
 
 from irc_proxy import metrics
 from irc_proxy.errors import CatalogError, Forbidden, Unprocessable
@@ -43,6 +47,45 @@ _FIRST_ROW_ID_POSITION = {
     field.name: i
     for i, field in enumerate(MANIFEST_ENTRY_SCHEMAS[3].find_type(2).fields)  # type: ignore[attr-defined]
 }["first_row_id"]
+
+
+_READERS_MAX = 256
+_READERS: OrderedDict[tuple[str, str], tuple[Schema, AvroReader]] = OrderedDict()
+_READERS_LOCK = threading.Lock()
+
+
+class _ResolvedAvroFile(AvroFile[Any]):
+    """pyiceberg's AvroFile, resolving the reader once per (file schema, read schema) instead of once per file.
+
+    Every manifest of a table carries the same Avro schema in its header; converting it and resolving the
+    reader is about a fifth of decoding a manifest (pydantic models built per file).
+    """
+
+    def __init__(self, input_file: MemoryInputFile, read_schema: Schema, kind: str, **kwargs: Any) -> None:
+        super().__init__(input_file, read_schema, **kwargs)
+        self._kind = kind
+
+    __slots__ = ("_kind",)
+
+    def __enter__(self) -> _ResolvedAvroFile:
+        with self.input_file.open() as f:
+            self.decoder = new_decoder(f.read())
+        self.header = self._read_header()
+        key = (self._kind, self.header.meta.get("avro.schema", ""))
+        with _READERS_LOCK:
+            found = _READERS.get(key)
+            if found is not None:
+                _READERS.move_to_end(key)
+        if found is None:
+            schema = self.header.get_schema()
+            assert self.read_schema is not None
+            found = (schema, resolve_reader(schema, self.read_schema, self.read_types, self.read_enums))
+            with _READERS_LOCK:
+                _READERS[key] = found
+                while len(_READERS) > _READERS_MAX:
+                    _READERS.popitem(last=False)
+        self.schema, self.reader = found
+        return self
 
 
 @dataclass(frozen=True)
@@ -122,9 +165,10 @@ class ManifestSource:
         """The manifests a snapshot's manifest list names."""
 
         def decode(data: bytes) -> list[Any]:
-            with AvroFile[ManifestFile](
+            with _ResolvedAvroFile(
                 MemoryInputFile(path, data),
                 MANIFEST_LIST_FILE_SCHEMAS[3],
+                "manifest list",
                 read_types={-1: ManifestFile, 508: PartitionFieldSummary},
                 read_enums={517: ManifestContent},
             ) as reader:
@@ -136,9 +180,10 @@ class ManifestSource:
         """The live entries of ``manifest`` (added and existing), with inherited fields filled in."""
 
         def decode(data: bytes) -> list[Any]:
-            with AvroFile[ManifestEntry](
+            with _ResolvedAvroFile(
                 MemoryInputFile(manifest.manifest_path, data),
                 MANIFEST_ENTRY_SCHEMAS[3],
+                "manifest",
                 read_types={-1: ManifestEntry, 2: DataFile},
                 read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
             ) as reader:
