@@ -687,16 +687,7 @@ TYPE_FILTERS: dict[str, list[BooleanExpression]] = {
 }
 
 
-OFFSETLESS_TIMESTAMPTZ = pytest.mark.xfail(
-    strict=True,
-    reason="server refuses (400) the timestamptz literal pyiceberg 0.12 sends for a datetime: "
-    "'2024-01-03T00:00:00', UTC microseconds written without an offset",
-)
-
-
-@pytest.mark.parametrize(
-    "case", [pytest.param(c, marks=OFFSETLESS_TIMESTAMPTZ) if c == "timestamptz-datetime" else c for c in TYPE_FILTERS]
-)
+@pytest.mark.parametrize("case", list(TYPE_FILTERS))
 def test_literal_types(backend: Backend, tables: Tables, case: str) -> None:
     for expression in TYPE_FILTERS[case]:
         assert same_scan(backend, "types", row_filter=expression), expression
@@ -1073,18 +1064,8 @@ def test_spark_deletes_time_travel(backend: Backend, spark_tables: dict[str, Spa
     assert ids(after_update) == [2, 4, 7]
 
 
-SHARED_PUFFIN_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="server bug: delete files are deduplicated by file-path, so the vectors of one Puffin file (one DELETE "
-    "touching several data files) collapse into one entry whose referenced-data-file/content-offset/partition "
-    "belong to one data file, referenced by the tasks of the others",
-)
-
-
 @pytest.mark.spark
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=SHARED_PUFFIN_BUG) if v == 3 else n for n, (v, _) in SPARK_TABLES.items()]
-)
+@pytest.mark.parametrize("name", list(SPARK_TABLES))
 def test_spark_delete_files_in_the_answer(backend: Backend, spark_tables: dict[str, SparkTable], name: str) -> None:
     warehouse = backend.file_warehouse
     table = backend.catalog(server=False, warehouse=warehouse).load_table((backend.ns, name))
