@@ -7,6 +7,7 @@ server does); v3 fields (``first-row-id``, ``referenced-data-file``, ``content-o
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ _CONTENT = {
     DataFileContent.POSITION_DELETES: "position-deletes",
     DataFileContent.EQUALITY_DELETES: "equality-deletes",
 }
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _V3_POSITIONS = {field.name: i for i, field in enumerate(DATA_FILE_TYPE[3].fields)}
 
 
@@ -38,6 +40,8 @@ def single_value(field_type: PrimitiveType, value: Any) -> Any:
         return None
     if isinstance(field_type, UUIDType) and isinstance(value, bytes):
         value = uuid.UUID(bytes=value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE[str(value)]  # no JSON number: written as Java's Jackson writes it
     result = to_json(field_type, value)
     if isinstance(field_type, (BinaryType, FixedType)) and isinstance(result, str):
         return result.upper()

@@ -12,11 +12,10 @@ Function applications and transform terms have no pyiceberg counterpart: they ar
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from pyiceberg.conversions import from_json, to_json
+from pyiceberg.conversions import from_json
 from pyiceberg.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -46,16 +45,14 @@ from pyiceberg.expressions.literals import Literal, literal
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
-    BinaryType,
-    FixedType,
     NestedField,
     PrimitiveType,
     TimestamptzNanoType,
     TimestamptzType,
-    UUIDType,
 )
 
 from irc_proxy.errors import BadRequest
+from irc_proxy.planning.content_files import single_value
 
 MAX_NODES = 10_000
 """Predicates and literals one filter may hold (its depth is bounded by ``server.max_json_depth``)."""
@@ -213,15 +210,6 @@ _TYPE_NAMES: dict[str, str] = {
 }
 
 
-def _value_json(field_type: Any, value: Any) -> Any:
-    if isinstance(field_type, UUIDType) and isinstance(value, bytes):
-        value = uuid.UUID(bytes=value)
-    result = to_json(field_type, value)
-    if isinstance(field_type, (BinaryType, FixedType)) and isinstance(result, str):
-        return result.upper()
-    return result
-
-
 def residual_json(expression: BooleanExpression, schema: Schema) -> Any:
     """``expression`` (bound or not) in the spec's deprecated ``term``/``value`` form."""
     if isinstance(expression, (AlwaysTrue, AlwaysFalse)):
@@ -244,9 +232,9 @@ def _predicate_json(expression: BooleanExpression, schema: Schema) -> dict[str, 
     literals = getattr(expression, "literals", None)
     single = getattr(expression, "literal", None)
     if literals is not None:
-        body["values"] = sorted((_value_json(field_type, lit.value) for lit in literals), key=repr)
+        body["values"] = sorted((single_value(field_type, lit.value) for lit in literals), key=repr)
     elif single is not None:
-        body["value"] = _value_json(field_type, single.value)
+        body["value"] = single_value(field_type, single.value)
     return body
 
 
