@@ -39,6 +39,7 @@ from irc_proxy.handling.scan_plans import PlanningLimits, ScanPlanning
 from irc_proxy.handling.sessions import ClientDirectory
 from irc_proxy.handling.storage_reads import ReadLimits
 from irc_proxy.handling.throttle import HashGate, LoginThrottle
+from irc_proxy.handling.trash import Trash
 from irc_proxy.handling.vending import Vending
 from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
@@ -59,6 +60,7 @@ from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
 from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.scan_plans import ScanPlanStore
+from irc_proxy.stores.trash import TrashStore
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 
@@ -130,6 +132,15 @@ def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner
     )
     cache = ManifestCache(planning.manifest_cache_mb << 20)
     return ScanPlanning(ScanPlanStore(state, threads, planning.plan_ttl), cache, threads, limits)
+
+
+def build_trash(settings: Settings, state: Engine, threads: ThreadRunner) -> Trash:
+    """The trash of dropped tables: each catalog's retention (its own, else ``server.drop_retention``)."""
+    retention = {}
+    for name, catalog in settings.catalogs.items():
+        own = getattr(catalog, "drop_retention", None)  # a REST catalog's tables are dropped upstream
+        retention[name] = settings.server.drop_retention if own is None else own
+    return Trash(TrashStore(state, threads), retention)
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
@@ -217,6 +228,10 @@ def create_app(settings: Settings) -> Starlette:
         lifetime = settings.server.idempotency_key_lifetime
         idempotency = IdempotencyStore(state, threads, lifetime) if lifetime else None
         scan_planning = build_scan_planning(settings, state, threads)
+        trash = build_trash(settings, state, threads)
+        expiry = asyncio.create_task(
+            trash.run_expiry({c.name: c for c in catalogs.all()}, settings.server.trash_expiry_interval_seconds)
+        )
         try:
             yield {
                 "catalogs": catalogs,
@@ -231,8 +246,10 @@ def create_app(settings: Settings) -> Starlette:
                 "readiness": readiness_checks(threads, state, catalogs),
                 "page_tokens": PageTokens(shared_page_keys(state, new_key)),
                 "scan_planning": scan_planning,
+                "trash": trash,
             }
         finally:
+            expiry.cancel()
             await scan_planning.close()
             for task in backfills:
                 task.cancel()

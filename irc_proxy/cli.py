@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from irc_proxy import __version__, cli_admin
+from irc_proxy import __version__, cli_admin, cli_trash
 from irc_proxy.masking import mask_text
 from irc_proxy.settings import ENV_CONFIG_FILE, ConfigError, Settings, load_settings
 
@@ -52,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--limit", type=int, default=100, help="at most N records (default 100)")
     query.add_argument("--json", action="store_true", help="one JSON object per line")
     cli_admin.add_commands(commands)
+    cli_trash.add_commands(commands)
     auth = commands.add_parser("auth", help="authentication helpers")
     auth_commands = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
     hash_secret = auth_commands.add_parser(
@@ -102,6 +103,8 @@ def _run_command(settings: Settings, args: argparse.Namespace) -> int:
         return database(settings, args.db_command)
     if args.command == "audit":
         return audit_query(settings, args)
+    if args.command == "trash":
+        return cli_trash.run(settings, args)
     return cli_admin.run(settings, args)
 
 

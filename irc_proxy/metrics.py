@@ -48,6 +48,11 @@ MANIFEST_CACHE_BYTES = Gauge(
     "irc_proxy_manifest_cache_bytes",
     "Estimated bytes held by the scan-planning manifest cache.",
 )
+TRASH_EVENTS = Counter(
+    "irc_proxy_trash_events_total",
+    "Dropped tables kept in the trash, restored, claimed by a register, expunged or expired.",
+    ["event"],
+)
 SCAN_PLANS = Counter(
     "irc_proxy_scan_plans_total",
     "Server-side scan plans, by how the first answer ended (completed, submitted, failed).",

@@ -128,6 +128,17 @@ class ServerSettings(_Strict):
     idempotency_key_lifetime: timedelta = timedelta(minutes=30)
     """ISO-8601 duration (``PT30M``) advertised in ``/v1/config``; ``PT0S`` turns Idempotency-Key support off."""
     scan_planning: ScanPlanningSettings = ScanPlanningSettings()
+    drop_retention: timedelta = timedelta(days=7)
+    """How long a dropped table stays restorable in the trash (ISO-8601 duration); ``PT0S`` drops at once."""
+    trash_expiry_interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 60.0
+    """How often each replica expunges expired trash entries (and runs their deferred purges)."""
+
+    @field_validator("drop_retention")
+    @classmethod
+    def _retention_not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must not be negative, e.g. P7D or PT0S")
+        return value
 
     @field_validator("idempotency_key_lifetime")
     @classmethod
@@ -204,6 +215,8 @@ class LocalCatalogSettings(_Strict):
     warehouse: str = ""
     database_url: SecretUrl = SecretUrl("")
     description: str = ""
+    drop_retention: timedelta | None = None
+    """Overrides ``server.drop_retention`` for this catalog (``PT0S``: drops are final at once)."""
     scan_planning: ScanPlanningMode = "offered"
     """Server-side scan planning: ``off`` (not served), ``offered`` (served, clients choose), ``preferred``
     (clients are told ``scan-planning-mode = server``)."""
@@ -239,6 +252,8 @@ class GlueCatalogSettings(AwsCredentialSettings):
     kind: Literal["glue"]
     warehouse: str = ""
     description: str = ""
+    drop_retention: timedelta | None = None
+    """Overrides ``server.drop_retention`` for this catalog (``PT0S``: drops are final at once)."""
     scan_planning: ScanPlanningMode = "offered"
     catalog_id: str = ""
     endpoint_url: str = ""

@@ -37,6 +37,7 @@ from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import (
     AlreadyExists,
+    CommitFailed,
     CommitStateUnknown,
     NamespaceNotEmpty,
     NoSuchNamespace,
@@ -56,6 +57,10 @@ POINTER = select(TABLES.c.metadata_location).where(
     TABLES.c.table_name == bindparam("name"),
     or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
 )
+
+
+DROP_ATTEMPTS = 20
+"""Reads-then-deletes a drop tries while commits keep moving the table's pointer."""
 
 
 class LocalBackend:
@@ -278,14 +283,21 @@ class LocalBackend:
         return True
 
     async def drop_table_pointer(self, namespace: str, name: str) -> str:
-        def drop(conn: Connection) -> str:
+        def drop(conn: Connection) -> str | None:
+            """The location the row had when this transaction deleted it; None: it moved meanwhile (retry)."""
             row = conn.execute(select(TABLES.c.metadata_location).where(self._table(namespace, name))).first()
             if row is None:
                 raise NoSuchTable(name)
-            conn.execute(delete(TABLES).where(self._table(namespace, name)))
-            return str(row[0])
+            where = and_(self._table(namespace, name), TABLES.c.metadata_location == row[0])
+            return str(row[0]) if conn.execute(delete(TABLES).where(where)).rowcount == 1 else None
 
-        return await self._run(drop)
+        # Compare-and-delete: a commit landing between the read and the delete (or a concurrent drop)
+        # must not be lost; whoever deletes the row answers with what it deleted, the other NoSuchTable.
+        for _ in range(DROP_ATTEMPTS):
+            location = await self._run(drop)
+            if location is not None:
+                return location
+        raise CommitFailed(f"Table {name} kept changing while it was being dropped; retry")
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         def rename(conn: Connection) -> None:

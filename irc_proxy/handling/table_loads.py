@@ -17,6 +17,7 @@ from irc_proxy.handling.delegation import Asked, Granted
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.serving import planning_defaults
 from irc_proxy.handling.tables import LoadedTable, TableCreate
+from irc_proxy.handling.trash import Trash
 from irc_proxy.handling.vending import table_locations
 
 
@@ -50,12 +51,20 @@ async def create_table(
 
 
 async def register_table(
-    access: Access, catalog: Catalog, ident: TableIdent, metadata_location: str, overwrite: bool, asked: Asked
+    access: Access,
+    catalog: Catalog,
+    ident: TableIdent,
+    metadata_location: str,
+    overwrite: bool,
+    asked: Asked,
+    trash: Trash | None = None,
 ) -> TableResult:
     audit_objects.note(access.context, ident)
     locations = await delegation.register_locations(catalog, metadata_location)
     granted = await delegation.table_access(access, catalog, ident, locations, asked)
     loaded = await catalog.tables.register(ident.namespace, ident.name, metadata_location, overwrite)
+    if trash is not None:  # a dropped table's metadata registered again: out of the trash, never purged
+        await trash.registered(catalog, loaded.metadata_location or metadata_location)
     return _result(catalog, loaded, granted)
 
 

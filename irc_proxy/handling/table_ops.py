@@ -28,6 +28,7 @@ from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.paging import Page, PageRequest
 from irc_proxy.handling.tables import LoadedTable
+from irc_proxy.handling.trash import Trash
 
 
 async def list_tables(
@@ -60,8 +61,14 @@ async def commit_transaction(
     await catalog.tables.commit_transaction(changes)
 
 
-async def drop_table(catalog: Catalog, ident: TableIdent, purge: bool) -> None:
-    """Drop the table; ``purge`` also deletes its files."""
+async def drop_table(
+    context: RequestContext, catalog: Catalog, ident: TableIdent, purge: bool, trash: Trash | None = None
+) -> None:
+    """Drop the table; ``purge`` also deletes its files. With a trash that keeps the catalog's drops, the
+    table is kept there (restorable) and a purge waits for the end of the retention."""
+    if trash is not None and trash.keeps(catalog):
+        await trash.drop_table(catalog, ident, purge, context.principal)
+        return
     await catalog.tables.drop(ident, purge)
 
 

@@ -248,6 +248,8 @@ class Tables:
             raise
         if not swapped:
             await self.storage.occupancy.refresh(owner)
+            if current is None:  # the name was free and someone took it meanwhile: retrying cannot succeed
+                raise AlreadyExists(f"Table already exists: {ident}")
             raise CommitFailed(f"Table {ident} changed while it was being registered; retry")
         return LoadedTable(metadata_location, metadata)
 
@@ -344,7 +346,8 @@ class Tables:
             await self.files.delete_replaced(base, new)
 
     # Removing ---------------------------------------------------------------------------
-    async def drop(self, ident: TableIdent, purge: bool) -> None:
+    async def drop(self, ident: TableIdent, purge: bool) -> str:
+        """Forget the table (``purge``: and delete its files); returns its last metadata location."""
         flat = self._codec.to_flat(ident.namespace)
         try:
             location = await self._commits().drop_table_pointer(flat, ident.name)
@@ -353,6 +356,7 @@ class Tables:
         await self.storage.occupancy.forget(table_owner(flat, ident.name))
         if purge:
             await self.files.purge_dropped(location, table=str(ident))
+        return location
 
     async def unregister(self, ident: TableIdent) -> LoadedTable:
         loaded = await self.load(ident)

@@ -20,6 +20,9 @@ from starlette.routing import Route
 from irc_proxy.errors import BadRequest, MethodNotAllowed
 from irc_proxy.handling.authn import TokenService, hash_secret
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, StoredGrant, StoredPrincipal, grant_target
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.naming import TableIdent, validate_namespace
+from irc_proxy.handling.trash import Restore, Trash, TrashFilter
 from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import _Body
 from irc_proxy.http.errors import response_for
@@ -303,4 +306,73 @@ ADMIN_ROUTES = [
     _route("/roles/{role}/grants/{grant}", delete=("revokeGrant", revoke_grant)),
     _route("/privileges", get=("listPrivileges", list_privileges)),
     _route("/audit", get=("queryAudit", query_audit)),
+]
+
+
+# The trash -------------------------------------------------------------------------------------------------
+class TrashIdentifier(_Body):
+    namespace: list[StrictStr]
+    name: StrictStr
+
+
+class RestoreRequest(_Body):
+    identifier: TrashIdentifier | None = None
+    create_namespace: StrictBool = Field(default=False, alias="create-namespace")
+
+
+def _trash(request: Request) -> Trash:
+    trash: Trash = request.state.trash
+    return trash
+
+
+def _trash_catalog(request: Request) -> Catalog:
+    return parsing.catalogs(request).get(_path_name(request, "catalog"))
+
+
+async def list_trash(request: Request) -> Response:
+    catalog = _trash_catalog(request)
+    query = request.query_params
+    namespace = query.get("namespace")
+    which = TrashFilter(
+        namespace=None if namespace is None else tuple(namespace.split("\x1f")),
+        kind=query.get("kind"),
+        dropped_by=query.get("dropped-by"),
+    )
+    size, token = query.get("page-size", "100"), query.get("page-token") or "0"
+    if not size.isdigit() or not 1 <= int(size) <= 1000 or not token.isdigit():
+        raise BadRequest("Invalid page: page-size must be 1..1000 and page-token one this API returned")
+    offset, limit = int(token), int(size)
+    entries = await _trash(request).entries(catalog, which, offset, limit + 1)
+    body: dict[str, Any] = {"entries": [e.to_json() for e in entries[:limit]]}
+    if len(entries) > limit:
+        body["next-page-token"] = str(offset + limit)
+    return json_response(body)
+
+
+async def restore_trash_entry(request: Request) -> Response:
+    catalog = _trash_catalog(request)
+    body = await parsing.body_model(request, RestoreRequest) if await request.body() else RestoreRequest()
+    target = None
+    if body.identifier is not None:
+        validate_namespace(body.identifier.namespace)
+        target = TableIdent(tuple(body.identifier.namespace), body.identifier.name)
+    restore = Restore(target, body.create_namespace)
+    ident, loaded = await _trash(request).restore(catalog, _path_name(request, "entry"), restore)
+    return json_response(
+        {
+            "identifier": {"namespace": list(ident.namespace), "name": ident.name},
+            "metadata-location": loaded.metadata_location,
+        }
+    )
+
+
+async def expunge_trash_entry(request: Request) -> Response:
+    await _trash(request).expunge(_trash_catalog(request), _path_name(request, "entry"))
+    return no_content()
+
+
+ADMIN_ROUTES += [
+    _route("/catalogs/{catalog}/trash", get=("listTrash", list_trash)),
+    _route("/catalogs/{catalog}/trash/{entry}", delete=("expungeTrashEntry", expunge_trash_entry)),
+    _route("/catalogs/{catalog}/trash/{entry}/restore", post=("restoreTrashEntry", restore_trash_entry)),
 ]

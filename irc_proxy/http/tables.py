@@ -58,7 +58,7 @@ async def register_table(request: Request) -> Response:
     ident = TableIdent(parsing.namespace_param(request), body.name)
     catalog, asked = parsing.catalog(request), credentials.asked(request)
     result = await table_loads.register_table(
-        access.of(request), catalog, ident, body.metadata_location, body.overwrite, asked
+        access.of(request), catalog, ident, body.metadata_location, body.overwrite, asked, request.state.trash
     )
     return _render(result)
 
@@ -107,7 +107,7 @@ async def commit_transaction(request: Request) -> Response:
 
 async def drop_table(request: Request) -> Response:
     ident, purge = parsing.table_param(request), parsing.bool_param(request, "purgeRequested")
-    await table_ops.drop_table(parsing.catalog(request), ident, purge)
+    await table_ops.drop_table(parsing.context(request), parsing.catalog(request), ident, purge, request.state.trash)
     return no_content()
 
 

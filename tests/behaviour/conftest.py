@@ -20,9 +20,9 @@ from tests.support.postgres import scratch_database
 from tests.support.server import ProxyProcess
 
 CAPABILITIES: dict[str, frozenset[str]] = {
-    "local-sqlite": frozenset({"multi_table_commit", "sqlite_state_file"}),
-    "local-postgres": frozenset({"multi_table_commit"}),
-    "glue": frozenset(),
+    "local-sqlite": frozenset({"multi_table_commit", "sqlite_state_file", "trash"}),
+    "local-postgres": frozenset({"multi_table_commit", "trash"}),
+    "glue": frozenset({"trash"}),
     "rest": frozenset({"multi_table_commit"}),
 }
 """What each backend can do, as the suite's markers name it."""

@@ -173,15 +173,19 @@ def test_register_dropped_table_restores_it(client: httpx.Client, ns_name: str) 
     assert_error(missing, 404, "NotFoundException")
 
 
-def test_drop_without_purge_keeps_files_and_purge_removes_them(client: httpx.Client, ns_name: str) -> None:
+def test_drop_frees_the_name_at_once_and_a_purge_waits_for_the_retention(client: httpx.Client, ns_name: str) -> None:
+    """Drops go to the trash (default retention P7D): the name is free at once, the files stay, even with
+    purgeRequested (the purge runs when the retention ends; tests/integration/test_trash.py)."""
     create_namespace(client, ns_name)
     kept = Path(urlparse(create_table(client, (ns_name,), "kept")["metadata-location"]).path)
     purged = Path(urlparse(create_table(client, (ns_name,), "purged")["metadata-location"]).path)
     assert client.delete(table_url((ns_name,), "kept")).status_code == 204
     assert client.delete(table_url((ns_name,), "purged"), params={"purgeRequested": "true"}).status_code == 204
     assert kept.is_file()
-    assert not purged.exists()
+    assert purged.is_file()
+    assert client.head(table_url((ns_name,), "purged")).status_code == 404
     assert_error(client.delete(table_url((ns_name,), "kept")), 404, "NoSuchTableException")
+    create_table(client, (ns_name,), "kept")  # the name is free at once
 
 
 def test_unregister_returns_metadata_and_keeps_files(client: httpx.Client, ns_name: str) -> None:

@@ -28,6 +28,7 @@ from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
 from tests.e2e.test_duckdb import offline_duckdb
 from tests.support.aws import ACCESS_KEY, REGION, SECRET_KEY, client, glue_catalog_config, moto_server
+from tests.support.rest import expunge_dropped
 from tests.support.server import ProxyProcess
 
 S3_CATALOG = "glue_s3"
@@ -190,6 +191,8 @@ def test_pyiceberg_lifecycle_on_glue_with_data_on_s3(catalog: RestCatalog, glue:
     assert keys(s3, f"wh/{ns_name}/b/orders/")
     catalog.purge_table((*ns, "orders_v2"))
     assert glue_table_names(glue, f"{ns_name}:b") == set()
+    assert keys(s3, f"wh/{ns_name}/b/orders/")  # kept in the trash until expunged or expired
+    expunge_dropped(catalog.properties["uri"], S3_CATALOG, ns, "orders_v2")
     assert keys(s3, f"wh/{ns_name}/b/orders/") == []
     catalog.drop_namespace(ns)
     catalog.drop_namespace((ns_name,))

@@ -23,6 +23,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DateType, DoubleType, IntegerType, LongType, NestedField, StringType
 
+from tests.support.rest import expunge_dropped
 from tests.support.server import ProxyProcess
 
 SCHEMA = Schema(
@@ -420,6 +421,8 @@ def test_drop_register_and_purge(catalog: RestCatalog, ns: tuple[str, ...]) -> N
     manifest_lists = [local_path(s.manifest_list) for s in reloaded.snapshots()]
     catalog.purge_table(restored_ident)
     assert not catalog.table_exists(restored_ident)
+    assert all(p.exists() for p in all_data)  # the purge waits in the trash until expunged or expired
+    expunge_dropped(catalog.properties["uri"], "local", ns, "restored")
     assert not any(p.exists() for p in all_data)
     assert not any(p.exists() for p in manifest_lists)
     assert not local_path(reloaded.metadata_location).exists()

@@ -16,6 +16,7 @@ from urllib.parse import quote, urlparse
 import httpx
 import pytest
 
+from tests.support.rest import expunge_dropped
 from tests.support.server import ProxyProcess
 
 pytestmark = pytest.mark.spark
@@ -581,8 +582,9 @@ def test_rename_drop_and_drop_purge(spark: Any, proxy: ProxyProcess, ns: str) ->
     manifests = [local_path(p) for (p,) in rows(spark, f"SELECT path FROM {CAT}.{ns}.p.all_manifests")]
     assert len(data_files) == 2 and len(set(all_files)) == 3 and manifests
     assert all(path.exists() for path in all_files + manifests)
-    spark.sql(f"DROP TABLE {CAT}.{ns}.p PURGE")
+    spark.sql(f"DROP TABLE {CAT}.{ns}.p PURGE")  # Spark drops without purge, then deletes reachable files itself
     assert spark.sql(f"SHOW TABLES IN {CAT}.{ns}").collect() == []
+    assert expunge_dropped(proxy.url, WAREHOUSE, (ns,), "p")["purge-requested"] is False
     assert not any(path.exists() for path in all_files + manifests)
     assert not local_path(loaded["metadata-location"]).exists()
     leftovers = [p for p in location.rglob("*") if p.is_file() and not p.name.startswith(".")]
@@ -602,6 +604,8 @@ def test_rename_drop_and_drop_purge(spark: Any, proxy: ProxyProcess, ns: str) ->
     response = httpx.delete(f"{proxy.url}/v1/{WAREHOUSE}/namespaces/{ns}/tables/s", params={"purgeRequested": "true"})
     assert response.status_code == 204, response.text
     assert spark.sql(f"SHOW TABLES IN {CAT}.{ns}").collect() == []
+    assert all(path.exists() for path in files)  # a server-side purge waits in the trash until expunged or expired
+    expunge_dropped(proxy.url, WAREHOUSE, (ns,), "s")
     assert not any(path.exists() for path in files)
     location = local_path(loaded["metadata"]["location"])
     assert [p for p in location.rglob("*") if p.is_file() and not p.name.startswith(".")] == []

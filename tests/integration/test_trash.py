@@ -5,8 +5,8 @@ The local catalogs are served by one real ``irc-proxy serve`` process (pyiceberg
 its socket, and expiry runs on the server's own loop): ``local`` keeps drops for the default ``P7D``,
 ``brief`` for ``PT3S``, ``instant`` not at all (``PT0S``); expiry runs every 0.2 s. Replicas sharing
 expiry are two processes on one scratch PostgreSQL; OAuth2 and Glue (on moto) are served in-process.
-Races (restore against create, two drops, a drop against commits) repeat until they show; the server
-bugs they find are strict xfails that name them.
+Races (restore against create, two drops, a drop against commits) are repeated many times: each would show
+within a few rounds if the compare-and-delete or the register's AlreadyExists were lost.
 """
 
 from __future__ import annotations
@@ -427,12 +427,6 @@ def test_a_restore_racing_a_create_of_the_same_name_has_exactly_one_winner(http:
     print(f"\nrestore vs create winners: {winners}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a restore (registerTable) that loses the pointer swap to a concurrent create answers 409 "
-    "CommitFailedException 'changed while it was being registered; retry' (handling/tables.py register), "
-    "not AlreadyExistsException as for a name already taken when it checked",
-)
 def test_a_restore_that_loses_the_race_answers_already_exists(http: httpx.Client, ns_name: str) -> None:
     ns = new_namespace(http, "local", ns_name)
     lost = 0
@@ -449,11 +443,6 @@ def test_a_restore_that_loses_the_race_answers_already_exists(http: httpx.Client
     pytest.skip(f"the restore lost only {lost} of 30 races")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two drops of one table at once both answer 204 and the trash keeps two entries for it: the local "
-    "backend's drop_table_pointer SELECTs the pointer, then DELETEs it without checking that it deleted a row",
-)
 def test_two_drops_of_one_table_at_once_are_one_204_one_404_and_one_entry(proxy: ProxyProcess, ns_name: str) -> None:
     limits = httpx.Limits(max_connections=32)
     with httpx.Client(base_url=proxy.url, timeout=60, limits=limits) as http:
@@ -480,12 +469,6 @@ def test_two_drops_of_one_table_at_once_are_one_204_one_404_and_one_entry(proxy:
 
 
 # Drop racing commits ----------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="the local backend's drop_table_pointer reads the pointer (SELECT) and deletes it (DELETE) without "
-    "locking the row, so a commit that lands in between is acknowledged and dropped, but the trash entry "
-    "(and a restore, and the purge's file list) keeps the metadata from before it",
-)
 def test_a_drop_racing_commits_keeps_the_last_acknowledged_metadata(proxy: ProxyProcess, ns_name: str) -> None:
     limits = httpx.Limits(max_connections=32)
     with httpx.Client(base_url=proxy.url, timeout=60, limits=limits) as http:

@@ -106,3 +106,13 @@ def make_principal(root: httpx.Client, name: str, *grants: dict[str, Any]) -> tu
     assert body["principal"]["roles"] == [f"{name}-role"] and body["principal"]["has-credentials"]
     assert response.headers["cache-control"] == "no-store"
     return body["credentials"]["client-id"], body["credentials"]["client-secret"]
+
+
+def expunge_dropped(base_url: str, catalog: str, namespace: tuple[str, ...], name: str) -> dict[str, Any]:
+    """Expunge the trash entry of table ``name`` just dropped (its deferred purge runs now); the entry."""
+    trash = f"{base_url}/management/v1/catalogs/{catalog}/trash"
+    entries = httpx.get(trash, params={"namespace": "\x1f".join(namespace)}).json()["entries"]
+    found = [e for e in entries if e["identifier"]["name"] == name]
+    assert len(found) == 1, entries
+    assert httpx.delete(f"{trash}/{found[0]['id']}").status_code == 204
+    return dict(found[0])

@@ -56,7 +56,8 @@ def local_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     workdir = tmp_path_factory.mktemp("security-local")
     warehouse = workdir / "warehouse"
     warehouse.mkdir()
-    config = f'[catalogs.local]\nwarehouse = "{warehouse.as_uri()}"\n'
+    # Drops are final at once here (PT0S): these tests attack purge itself; the trash has its own tests.
+    config = f'[catalogs.local]\nwarehouse = "{warehouse.as_uri()}"\ndrop_retention = "PT0S"\n'
     server = ProxyProcess(workdir, config).start()
     yield Target("local", server, warehouse, _outside(workdir))
     server.stop()
@@ -68,7 +69,9 @@ def glue_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
         workdir = tmp_path_factory.mktemp("security-glue")
         warehouse = workdir / "warehouse"
         warehouse.mkdir()
-        server = ProxyProcess(workdir, glue_catalog_config("local", endpoint, warehouse.as_uri())).start()
+        server = ProxyProcess(
+            workdir, glue_catalog_config("local", endpoint, warehouse.as_uri(), drop_retention='"PT0S"')
+        ).start()
         yield Target("glue", server, warehouse, _outside(workdir))
         server.stop()
 
