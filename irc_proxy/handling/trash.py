@@ -125,9 +125,11 @@ class Trash:
     async def expire_once(self, catalogs: dict[str, Catalog]) -> int:
         """Expunge every expired entry this replica can claim; returns how many."""
         done = 0
-        while (entry := await self.store.claim_expired(self._owner, EXPUNGE_LEASE)) is not None:
-            catalog = catalogs.get(entry.catalog)
-            if catalog is not None and await self.store.still_claimed(entry.entry_id, self._owner):
+        # Only this replica's catalogs: an entry of a catalog it is not configured with waits for one that is.
+        mine = [name for name, catalog in catalogs.items() if catalog.supports(Capability.TABLE_COMMITS)]
+        while mine and (entry := await self.store.claim_expired(mine, self._owner, EXPUNGE_LEASE)) is not None:
+            catalog = catalogs[entry.catalog]
+            if await self.store.still_claimed(entry.entry_id, self._owner):
                 await self._purge(catalog, entry)
             await self.store.finish(entry.entry_id, self._owner)
             metrics.TRASH_EVENTS.labels(event="expired").inc()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -172,9 +173,9 @@ class TrashStore:
         where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.metadata_location == metadata_location)
         return await self._threads.run(self._execute, delete(ENTRIES).where(where))
 
-    async def claim_expired(self, owner: str, lease: timedelta) -> TrashEntry | None:
-        """Claim one expired entry for expunging (or one whose claim is older than ``lease``)."""
-        return await self._threads.run(self._claim, owner, lease)
+    async def claim_expired(self, catalogs: Sequence[str], owner: str, lease: timedelta) -> TrashEntry | None:
+        """Claim one expired entry of ``catalogs`` for expunging (or one whose claim is older than ``lease``)."""
+        return await self._threads.run(self._claim, catalogs, owner, lease)
 
     async def finish(self, entry_id: str, owner: str) -> bool:
         """Delete an entry this owner claimed and expunged."""
@@ -214,11 +215,14 @@ class TrashStore:
         with database_errors("State database"), self._engine.begin() as conn:
             return [_entry(row) for row in conn.execute(statement)]
 
-    def _claim(self, owner: str, lease: timedelta) -> TrashEntry | None:
+    def _claim(self, catalogs: Sequence[str], owner: str, lease: timedelta) -> TrashEntry | None:
         now = datetime.now(UTC)
-        expired = or_(
-            and_(ENTRIES.c.state == "kept", ENTRIES.c.expires_at <= now),
-            and_(ENTRIES.c.state == "expunging", ENTRIES.c.claimed_at <= now - lease),
+        expired = and_(
+            ENTRIES.c.catalog.in_(list(catalogs)),
+            or_(
+                and_(ENTRIES.c.state == "kept", ENTRIES.c.expires_at <= now),
+                and_(ENTRIES.c.state == "expunging", ENTRIES.c.claimed_at <= now - lease),
+            ),
         )
         with database_errors("State database"), self._engine.begin() as conn:
             candidates = conn.execute(select(ENTRIES).where(expired).order_by(ENTRIES.c.expires_at).limit(5)).all()
