@@ -128,7 +128,7 @@ def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner
         sync_budget=planning.sync_budget_seconds,
         files_per_task=planning.files_per_task,
         tasks_per_response=planning.tasks_per_response,
-        max_file_bytes=settings.server.max_metadata_bytes,
+        reads=ReadLimits(settings.server.max_metadata_bytes, settings.server.storage_timeout_seconds),
     )
     cache = ManifestCache(planning.manifest_cache_mb << 20)
     return ScanPlanning(ScanPlanStore(state, threads, planning.plan_ttl), cache, threads, limits)

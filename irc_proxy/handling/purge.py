@@ -15,7 +15,6 @@ on a client's behalf), plus the set of paths already deleted.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -26,7 +25,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy import metrics
 from irc_proxy.errors import CatalogError, Forbidden, NotFound, ServiceUnavailable
-from irc_proxy.handling.locations import StorageLocations, is_under, table_paths
+from irc_proxy.handling.locations import StorageLocations
 from irc_proxy.handling.storage_reads import (
     BoundedReader,
     FileTooLarge,
@@ -34,8 +33,7 @@ from irc_proxy.handling.storage_reads import (
     MemoryInputFile,
     NotARegularFile,
     ReadTimedOut,
-    local_path,
-    within,
+    TableFiles,
 )
 
 log = logging.getLogger("irc_proxy.purge")
@@ -74,11 +72,7 @@ class Purge:
         self.table = table
         self._io = io
         self._reader = reader
-        self._locations = locations
-        self._roots = table_paths(metadata.location, metadata.properties)
-        local_roots = [p for root in self._roots if (p := local_path(root)) is not None]
-        self._real_roots = [os.path.realpath(p) for p in local_roots]
-        self._real_dirs: dict[str, bool] = {}
+        self._files = TableFiles(metadata, locations)
         self._deleted: set[str] = set()
         self.skipped: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
@@ -88,17 +82,7 @@ class Purge:
     # Deciding -------------------------------------------------------------------------------------------
     def owns(self, path: str) -> bool:
         """Whether ``path`` lies under the table's roots and the allowed locations (and, locally, really does)."""
-        if not any(is_under(path, root) for root in self._roots):
-            return False
-        if self._locations is not None and not self._locations.allows(path):
-            return False
-        local = local_path(path)
-        if local is None:
-            return True
-        directory = os.path.dirname(local)
-        if directory not in self._real_dirs:
-            self._real_dirs[directory] = within(os.path.realpath(directory), self._real_roots)
-        return self._real_dirs[directory]
+        return self._files.owns(path)
 
     def _skip(self, kind: str, path: str) -> None:
         self.skipped[kind] += 1

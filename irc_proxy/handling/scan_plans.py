@@ -22,11 +22,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -41,12 +40,11 @@ from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.delegation import Asked
 from irc_proxy.handling.format_v3 import ServedTableMetadata
 from irc_proxy.handling.forwarding import UpstreamCall
-from irc_proxy.handling.locations import StorageLocations, is_under, table_paths
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.serving import Placement
-from irc_proxy.handling.storage_reads import local_path, parse_metadata, within
+from irc_proxy.handling.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
 from irc_proxy.handling.vending import table_locations
-from irc_proxy.planning.manifests import ManifestCache, ManifestSource, Reader
+from irc_proxy.planning.manifests import ManifestCache, ManifestSource
 from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
 from irc_proxy.stores.scan_plans import PlanOwner, ScanPlanStore, StoredPlan
 from irc_proxy.threads import ThreadRunner
@@ -65,8 +63,8 @@ class PlanningLimits:
     """Files one plan task (one fetchScanTasks) covers at most, by the manifest list's counts."""
     tasks_per_response: int = 1000
     """File scan tasks put inline in a planTableScan answer before the rest goes out as plan tasks."""
-    max_file_bytes: int = 64 << 20
-    """The largest manifest (list) read."""
+    reads: ReadLimits = field(default_factory=ReadLimits)
+    """Bounds of each manifest (list) read over a remote catalog's vended storage (size, time)."""
 
 
 @dataclass(frozen=True)
@@ -238,7 +236,9 @@ class ScanPlanning:
             _same_table(metadata, loaded.metadata)
         location = location or current
         reader = tables.files.reader
-        source = ManifestSource(self.cache, catalog.name, reader.read, _confined(metadata, tables.storage.locations))
+        source = ManifestSource(
+            self.cache, catalog.name, reader.read, TableFiles(metadata, tables.storage.locations).owns
+        )
         return _Table(metadata, location, source)
 
     async def _open_remote(self, access: Access, catalog: Catalog, ident: TableIdent, location: str | None) -> _Table:
@@ -250,7 +250,7 @@ class ScanPlanning:
         )
         reply = await catalog.forward(access.context, call)
         if reply.status != 200:
-            raise _upstream_error(reply.status, reply.body)
+            raise errors.from_error_body(reply.status, reply.body)
         try:
             body = json.loads(reply.body)
             current = ServedTableMetadata.model_validate(body["metadata"]).root
@@ -261,12 +261,12 @@ class ScanPlanning:
                 f"The remote catalog answered an unreadable table ({type(exc).__name__})"
             ) from None
         io = load_file_io(config | _credential_for(credentials, current.location), current.location)
-        read = _remote_reader(io, self.limits.max_file_bytes)
+        read = BoundedReader(_VendedIO(io), self.limits.reads).read
         metadata: TableMetadata = current
         if location is None or location == body.get("metadata-location"):
             location = str(body.get("metadata-location") or "")
         else:
-            if not _confined(current, None)(location):
+            if not TableFiles(current, None).owns(location):
                 raise NoSuchPlanId("No such plan: its table was dropped or moved since")
 
             async def read_planned(where: str) -> TableMetadata:
@@ -275,7 +275,9 @@ class ScanPlanning:
 
             metadata = await _planned_metadata(read_planned, location)
             _same_table(metadata, current)
-        source = ManifestSource(self.cache, f"{catalog.name}/{current.table_uuid}", read, _confined(metadata, None))
+        source = ManifestSource(
+            self.cache, f"{catalog.name}/{current.table_uuid}", read, TableFiles(metadata, None).owns
+        )
         return _Table(metadata, location, source, credentials)
 
     async def _credentials(
@@ -295,22 +297,6 @@ class ScanPlanning:
 
 
 # Helpers ----------------------------------------------------------------------------------------------------
-def _confined(metadata: TableMetadata, locations: StorageLocations | None) -> Callable[[str], bool]:
-    """Whether a path lies under the table's own roots (and the catalog's allowed locations), really."""
-    roots = table_paths(metadata.location, metadata.properties)
-    real_roots = [os.path.realpath(p) for root in roots if (p := local_path(root)) is not None]
-
-    def allows(path: str) -> bool:
-        if not any(is_under(path, root) for root in roots):
-            return False
-        if locations is not None and not locations.allows(path):
-            return False
-        local = local_path(path)
-        return local is None or within(os.path.realpath(os.path.dirname(local)), real_roots)
-
-    return allows
-
-
 def _credential_for(credentials: list[dict[str, Any]], location: str) -> dict[str, str]:
     """The config of the longest ``storage-credentials`` prefix that covers ``location``."""
     best: tuple[int, dict[str, str]] = (-1, {})
@@ -326,34 +312,14 @@ def _credential_for(credentials: list[dict[str, Any]], location: str) -> dict[st
     return best[1]
 
 
-def _remote_reader(io: FileIO, max_bytes: int) -> Reader:
-    def read(location: str, what: str) -> bytes:
-        try:
-            with io.new_input(location).open() as stream:
-                data = stream.read(max_bytes + 1)
-        except FileNotFoundError:
-            raise errors.Unprocessable(f"The table's {what} {location} does not exist") from None
-        except OSError as exc:
-            raise errors.ServiceUnavailable(
-                f"Could not read the table's {what} {location} ({type(exc).__name__})"
-            ) from None
-        if len(data) > max_bytes:
-            raise errors.PayloadTooLarge(f"The table's {what} {location} is larger than {max_bytes} bytes")
-        return bytes(data)
+@dataclass(frozen=True)
+class _VendedIO:
+    """The FileIO built from what a remote catalog vended for one table, as a bounded reader's source."""
 
-    return read
+    io: FileIO
 
-
-def _upstream_error(status: int, body: bytes) -> CatalogError:
-    message, type_name = f"The remote catalog answered {status}", ""
-    try:
-        error = json.loads(body).get("error")
-        if isinstance(error, Mapping):
-            message, type_name = str(error.get("message", message)), str(error.get("type", ""))
-    except (ValueError, AttributeError):
-        pass
-    cls = errors.for_answer(status, type_name) or errors.ServiceUnavailable
-    return cls(message)
+    def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
+        return self.io
 
 
 async def _planned_metadata(read: Callable[[str], Awaitable[TableMetadata]], location: str) -> TableMetadata:

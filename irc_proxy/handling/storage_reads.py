@@ -15,13 +15,13 @@ import os
 import stat
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from io import BytesIO
 from threading import Lock
 from types import UnionType
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, Protocol, TypeVar, Union, get_args, get_origin
 from urllib.parse import unquote, urlparse
 
 from pyarrow.fs import AwsStandardS3RetryStrategy
@@ -37,10 +37,10 @@ from pyiceberg.io import (
     OutputFile,
 )
 from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.table.metadata import TableMetadata
 
-from irc_proxy.backends.base import Backend
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden, NotFound, ServiceUnavailable
-from irc_proxy.handling.locations import StorageLocations, shown
+from irc_proxy.handling.locations import StorageLocations, is_under, shown, table_paths
 
 DEFAULT_MAX_BYTES = 64 << 20
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -106,13 +106,44 @@ class ReadLimits:
     timeout: float = DEFAULT_TIMEOUT_SECONDS
 
 
+class TableFiles:
+    """Which paths belong to one table: under its own roots (location, ``write.data.path``,
+    ``write.metadata.path``) and the catalog's allowed locations, and, for local paths, really so (no symbolic
+    link out of the roots). Purge deletes only such files; scan planning reads only such manifests."""
+
+    def __init__(self, metadata: TableMetadata, locations: StorageLocations | None) -> None:
+        self._roots = table_paths(metadata.location, metadata.properties)
+        self._real_roots = [os.path.realpath(p) for root in self._roots if (p := local_path(root)) is not None]
+        self._locations = locations
+        self._real_dirs: dict[str, bool] = {}
+
+    def owns(self, path: str) -> bool:
+        if not any(is_under(path, root) for root in self._roots):
+            return False
+        if self._locations is not None and not self._locations.allows(path):
+            return False
+        local = local_path(path)
+        if local is None:
+            return True
+        directory = os.path.dirname(local)
+        if directory not in self._real_dirs:
+            self._real_dirs[directory] = within(os.path.realpath(directory), self._real_roots)
+        return self._real_dirs[directory]
+
+
+class FileIOSource(Protocol):
+    """Where a reader gets its FileIO: a backend, or a FileIO a remote catalog vended for one table."""
+
+    def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO: ...
+
+
 class BoundedReader:
     """Reads whole small files through a backend's FileIO (or ``os`` for local paths), within ``limits``.
 
     Blocking: call it in a worker thread.
     """
 
-    def __init__(self, backend: Backend, limits: ReadLimits, locations: StorageLocations | None = None) -> None:
+    def __init__(self, backend: FileIOSource, limits: ReadLimits, locations: StorageLocations | None = None) -> None:
         self._backend = backend
         self.limits = limits
         self._real_roots = (
