@@ -35,6 +35,8 @@ are the Iceberg REST protocol's vocabulary; no HTTP machinery and no SDK types l
 
 from __future__ import annotations
 
+import json
+
 
 class ProxyError(Exception):
     """Root of every error the proxy raises on purpose."""
@@ -210,3 +212,17 @@ def for_status(status: int) -> type[CatalogError] | None:
 def for_answer(status: int, type_name: str) -> type[CatalogError] | None:
     """The error an Iceberg REST answer names: by its type, else by its status."""
     return _BY_TYPE.get(type_name) or for_status(status)
+
+
+def from_error_body(status: int, body: bytes) -> CatalogError:
+    """The domain error for a remote catalog's error answer: its IcebergErrorResponse's type and message when
+    it has one, else the status's class (ServiceUnavailable for a status with none)."""
+    message, type_name = f"Upstream answered {status}", ""
+    try:
+        error = json.loads(body).get("error")
+        if isinstance(error, dict):
+            message, type_name = str(error.get("message", message)), str(error.get("type", ""))
+    except (ValueError, AttributeError):
+        pass
+    cls = for_answer(status, type_name) or ServiceUnavailable
+    return cls(message)

@@ -30,16 +30,8 @@ NS = "namespaces/{namespace}"
 
 
 def upstream_error(response: httpx.Response) -> errors.CatalogError:
-    """The domain error for an upstream error answer (``errors.for_answer``: its type first, then its status)."""
-    message, type_name = f"Upstream answered {response.status_code}", ""
-    try:
-        error = response.json().get("error")
-        if isinstance(error, dict):
-            message, type_name = str(error.get("message", message)), str(error.get("type", ""))
-    except (ValueError, AttributeError):
-        pass
-    cls = errors.for_answer(response.status_code, type_name) or errors.ServiceUnavailable
-    return cls(message)
+    """The domain error for an upstream error answer (``errors.from_error_body``)."""
+    return errors.from_error_body(response.status_code, response.content)
 
 
 class RestBackend:
