@@ -9,6 +9,7 @@ from sqlalchemy import Engine, select
 from sqlmodel import col
 
 from irc_proxy.dberrors import database_errors
+from irc_proxy.stores.db import as_utc
 from irc_proxy.stores.tables import AuditRecordRow
 from irc_proxy.threads import ThreadRunner
 
@@ -35,8 +36,7 @@ def query_audit(
     with database_errors("State database"), engine.connect() as conn:
         rows = [dict(row._mapping) for row in conn.execute(query)]
     for row in rows:
-        moment = row["time"] if row["time"].tzinfo else row["time"].replace(tzinfo=datetime.UTC)
-        row["time"] = moment.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+        row["time"] = as_utc(row["time"]).astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
     return rows
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,8 @@ def ensure_schema(engine: Engine, auto_upgrade: bool) -> None:
         f"the state database schema is at revision {current or 'none'} but this irc-proxy needs {head}; "
         "run `irc-proxy db upgrade` (or set state.auto_upgrade = true)"
     )
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A timestamp read back from the state database, with its UTC zone (SQLite drops it)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

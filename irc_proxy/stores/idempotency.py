@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import ColumnElement, Executable
 
 from irc_proxy.dberrors import database_errors
+from irc_proxy.stores.db import as_utc
 from irc_proxy.threads import ThreadRunner
 
 RECORDS = Table(
@@ -79,10 +80,6 @@ class Claim:
 
 IN_PROGRESS = Claim("in-progress")
 MISMATCH = Claim("mismatch")
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class IdempotencyStore:
@@ -166,7 +163,7 @@ class IdempotencyStore:
             row = conn.execute(select(RECORDS).where(where)).first()
             if row is None:
                 return None
-            if _utc(row.expires_at) <= now:
+            if as_utc(row.expires_at) <= now:
                 conn.execute(delete(RECORDS).where(where, RECORDS.c.owner == row.owner))
                 return None
             if row.fingerprint != fingerprint:
@@ -174,7 +171,7 @@ class IdempotencyStore:
             if row.status is not None:
                 headers = [(str(name), str(value)) for name, value in json.loads(row.headers or "[]")]
                 return Claim("finished", status=int(row.status), headers=headers, body=bytes(row.body or b""))
-            if _utc(row.claimed_at) + self._lease > now:
+            if as_utc(row.claimed_at) + self._lease > now:
                 return IN_PROGRESS
             owner = uuid.uuid4().hex
             taken = conn.execute(

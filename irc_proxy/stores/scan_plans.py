@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Column, DateTime, Engine, MetaData, String, Table, Text, delete, insert, select, update
 
 from irc_proxy.dberrors import database_errors
+from irc_proxy.stores.db import as_utc
 from irc_proxy.threads import ThreadRunner
 
 PLANS = Table(
@@ -36,10 +37,6 @@ PLANS = Table(
     Column("expires_at", DateTime(timezone=True), nullable=False),
 )
 PURGE_INTERVAL_SECONDS = 60.0
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -138,7 +135,7 @@ class ScanPlanStore:
             self._execute(delete(PLANS).where(PLANS.c.expires_at < datetime.now(UTC)))
         with database_errors("State database"), self._engine.begin() as conn:
             row = conn.execute(select(PLANS).where(PLANS.c.plan_id == plan_id)).first()
-        if row is None or _utc(row.expires_at) <= datetime.now(UTC):
+        if row is None or as_utc(row.expires_at) <= datetime.now(UTC):
             return None
         return StoredPlan(
             plan_id=row.plan_id,
@@ -148,5 +145,5 @@ class ScanPlanStore:
             request=json.loads(row.request),
             chunks=None if row.chunks is None else json.loads(row.chunks),
             error=None if row.error is None else json.loads(row.error),
-            updated_at=_utc(row.updated_at),
+            updated_at=as_utc(row.updated_at),
         )

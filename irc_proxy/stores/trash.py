@@ -33,6 +33,7 @@ from sqlalchemy import (
 )
 
 from irc_proxy.dberrors import database_errors
+from irc_proxy.stores.db import as_utc
 from irc_proxy.threads import ThreadRunner
 
 ENTRIES = Table(
@@ -52,10 +53,6 @@ ENTRIES = Table(
     Column("claimed_by", String(64), nullable=True),
     Column("claimed_at", DateTime(timezone=True), nullable=True),
 )
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -93,9 +90,9 @@ def _entry(row: Any) -> TrashEntry:
         name=row.name,
         metadata_location=row.metadata_location,
         dropped_by=row.dropped_by,
-        dropped_at=_utc(row.dropped_at),
+        dropped_at=as_utc(row.dropped_at),
         purge_requested=bool(row.purge_requested),
-        expires_at=_utc(row.expires_at),
+        expires_at=as_utc(row.expires_at),
     )
 
 
