@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,6 @@ import httpx
 import pyarrow as pa
 import pytest
 import requests
-import yaml
-from jsonschema import Draft202012Validator
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.expressions import EqualTo, GreaterThanOrEqual
 from pyiceberg.io.pyarrow import PyArrowFileIO
@@ -35,20 +32,18 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 from requests.structures import CaseInsensitiveDict
 
 from irc_proxy.handling.authn import hash_secret
 from tests.support.fake_sts import FakeSts
 from tests.support.in_process import InProcessProxy, ServeInProcess, in_process
+from tests.support.plan_checks import conforms
 from tests.support.postgres import scratch_database
 from tests.support.rest import MGMT, assert_error, make_principal, ns_path, token_of
 from tests.support.rest import SCHEMA as SCHEMA_JSON
 from tests.support.server import ProxyProcess, Serve
 from tests.support.vending import CREDENTIAL_KEYS, DELEGATION, prepare_vending, vending_catalog_config
 
-SPEC = Path(__file__).resolve().parents[2] / "openapi" / "rest-catalog-open-api.yaml"
 ROOT_SECRET = "scan-planning-root-secret"
 NS = "plans"
 SCHEMA = Schema(
@@ -60,24 +55,7 @@ BY_DATA = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=Ide
 OPERATIONS = ("planTableScan", "fetchPlanningResult", "fetchScanTasks", "cancelPlanning")
 
 
-# The spec's schemas ----------------------------------------------------------------------------------------
-@cache
-def _registry() -> Registry:
-    spec = yaml.safe_load(SPEC.read_text(encoding="utf-8"))
-    # PrimitiveTypeValue is a oneOf of overlapping types (an int is an IntegerTypeValue and a LongTypeValue):
-    # any one of them is what the spec means.
-    value = spec["components"]["schemas"]["PrimitiveTypeValue"]
-    value["anyOf"] = value.pop("oneOf")
-    return Registry().with_resource("urn:spec", Resource.from_contents(spec, default_specification=DRAFT202012))
-
-
-def conforms(schema: str, body: Any) -> None:
-    """``body`` is valid for ``#/components/schemas/<schema>`` (the spec's discriminators applied by hand)."""
-    validator = Draft202012Validator({"$ref": f"urn:spec#/components/schemas/{schema}"}, registry=_registry())
-    problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)]
-    assert not problems, problems
-
-
+# The spec's schemas: tests/support/plan_checks.conforms ------------------------------------------------
 PLAN_RESULT = {
     "completed": "CompletedPlanningWithIDResult",
     "submitted": "AsyncPlanningResult",
