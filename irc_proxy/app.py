@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
-from irc_proxy.audit import Auditor
+from irc_proxy.audit import Auditor, AuditRecord
 from irc_proxy.backends.base import Capability
 from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
@@ -134,13 +134,16 @@ def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner
     return ScanPlanning(ScanPlanStore(state, threads, planning.plan_ttl), cache, threads, limits)
 
 
-def build_trash(settings: Settings, state: Engine, threads: ThreadRunner) -> Trash:
-    """The trash of dropped tables: each catalog's retention (its own, else ``server.drop_retention``)."""
+def build_trash(
+    settings: Settings, state: Engine, threads: ThreadRunner, audit: Callable[[AuditRecord], None] | None = None
+) -> Trash:
+    """The trash of dropped tables and views: each catalog's retention (its own, else ``server.drop_retention``);
+    what happens outside requests (expiry) goes to ``audit``."""
     retention = {}
     for name, catalog in settings.catalogs.items():
         own = getattr(catalog, "drop_retention", None)  # a REST catalog's tables are dropped upstream
         retention[name] = settings.server.drop_retention if own is None else own
-    return Trash(TrashStore(state, threads), retention)
+    return Trash(TrashStore(state, threads), retention, audit)
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
@@ -228,7 +231,7 @@ def create_app(settings: Settings) -> Starlette:
         lifetime = settings.server.idempotency_key_lifetime
         idempotency = IdempotencyStore(state, threads, lifetime) if lifetime else None
         scan_planning = build_scan_planning(settings, state, threads)
-        trash = build_trash(settings, state, threads)
+        trash = build_trash(settings, state, threads, auditor.submit)
         expiry = asyncio.create_task(
             trash.run_expiry({c.name: c for c in catalogs.all()}, settings.server.trash_expiry_interval_seconds)
         )

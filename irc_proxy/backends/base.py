@@ -12,7 +12,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
@@ -54,6 +54,17 @@ class PointerSwap:
     expected: str | None
     new: str
     metadata: TableMetadata | None = None
+    entry: Mapping[str, Any] | None = None
+    """On a create: the attributes a dropped table's entry had (``DroppedTable.entry``), given back to it."""
+
+
+@dataclass(frozen=True)
+class DroppedTable:
+    """What a dropped table's pointer was: its last metadata location and, for backends that keep more
+    beside the pointer (Glue: parameters, description, owner), those attributes as JSON-able values."""
+
+    metadata_location: str
+    entry: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,8 +138,8 @@ class TableCommits(Protocol):
         A backend without ``MULTI_TABLE_COMMIT`` accepts exactly one swap.
         """
 
-    async def drop_table_pointer(self, namespace: str, name: str) -> str:
-        """Forget the table and return its last metadata location. Raises NoSuchTable."""
+    async def drop_table_pointer(self, namespace: str, name: str) -> DroppedTable:
+        """Forget the table and return what its pointer was (never older than the last commit). Raises NoSuchTable."""
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         """Raises NoSuchTable or AlreadyExists."""

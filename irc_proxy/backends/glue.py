@@ -20,7 +20,7 @@ from pyiceberg.io import FileIO, load_file_io
 
 from irc_proxy.backends import glue_views
 from irc_proxy.backends.aws import aws_errors, client_config, error_code, session_for
-from irc_proxy.backends.base import Capability, EngineView, Listing, PointerSwap, Properties
+from irc_proxy.backends.base import Capability, DroppedTable, EngineView, Listing, PointerSwap, Properties
 from irc_proxy.errors import (
     AlreadyExists,
     BadRequest,
@@ -39,6 +39,8 @@ T = TypeVar("T")
 GLUE_PAGE = 100  # Glue's MaxResults upper bound for GetDatabases/GetTables
 NAMESPACE_LOCATION = "location"
 NAMESPACE_COMMENT = "comment"
+KEPT_ATTRIBUTES = ("Description", "Owner", "Retention", "PartitionKeys", "Parameters")
+"""What a Glue table entry holds beside its Iceberg metadata and keeps across commits, drops and restores."""
 
 
 def table_kind(table: Mapping[str, Any]) -> str:
@@ -249,7 +251,11 @@ class GlueBackend:
             raise BadRequest("A Glue pointer swap needs the new metadata")
         with self._locks.hold(f"glue/{self._name}/{swap.namespace}/{swap.name}"):
             if swap.expected is None:
-                table_input = _construct_table_input(swap.name, swap.new, swap.metadata.properties, swap.metadata)
+                kept = dict(swap.entry or {})  # a restored table gets its parameters, description, owner back
+                table_input = _construct_table_input(
+                    swap.name, swap.new, swap.metadata.properties, swap.metadata, _with_parameters(kept)
+                )
+                _keep_attributes(table_input, kept)
                 with aws_errors("CreateTable", mutation_sent=True):
                     try:
                         self._glue.create_table(DatabaseName=swap.namespace, TableInput=table_input, **self._catalog)
@@ -266,9 +272,7 @@ class GlueBackend:
             table_input = _construct_table_input(
                 swap.name, swap.new, swap.metadata.properties, swap.metadata, current, swap.expected
             )
-            for key in ("Description", "Owner", "Retention", "PartitionKeys"):
-                if key in current and key not in table_input:
-                    table_input[key] = current[key]
+            _keep_attributes(table_input, current)
             with aws_errors("UpdateTable", mutation_sent=True):
                 try:
                     self._glue.update_table(
@@ -285,14 +289,18 @@ class GlueBackend:
                     raise
             return True
 
-    async def drop_table_pointer(self, namespace: str, name: str) -> str:
-        def drop() -> str:
-            table = self._iceberg_table(namespace, name)
-            if table is None:
-                raise NoSuchTable(name)
-            with aws_errors("DeleteTable"):
-                self._glue.delete_table(DatabaseName=namespace, Name=name, **self._catalog)
-            return str((table.get("Parameters") or {}).get("metadata_location", ""))
+    async def drop_table_pointer(self, namespace: str, name: str) -> DroppedTable:
+        def drop() -> DroppedTable:
+            # Under the commit lock: no commit through any replica lands between the read and the delete
+            # (Glue's DeleteTable has no condition), so the pointer returned is the last one.
+            with self._locks.hold(f"glue/{self._name}/{namespace}/{name}"):
+                table = self._iceberg_table(namespace, name)
+                if table is None:
+                    raise NoSuchTable(name)
+                with aws_errors("DeleteTable"):
+                    self._glue.delete_table(DatabaseName=namespace, Name=name, **self._catalog)
+            location = str((table.get("Parameters") or {}).get("metadata_location", ""))
+            return DroppedTable(location, {key: table[key] for key in KEPT_ATTRIBUTES if key in table})
 
         return await self._run(drop)
 
@@ -402,6 +410,18 @@ def _namespace_properties(database: Mapping[str, Any]) -> Properties:
     if database.get("Description"):
         properties[NAMESPACE_COMMENT] = str(database["Description"])
     return properties
+
+
+def _with_parameters(kept: Mapping[str, Any]) -> Any:
+    """A table description carrying only the kept parameters, for ``_construct_table_input`` to start from."""
+    return {"Parameters": dict(kept.get("Parameters") or {})} if kept else None
+
+
+def _keep_attributes(table_input: Any, kept: Mapping[str, Any]) -> None:
+    """Copy the description, owner, retention and partition keys a table had (unless the input sets them)."""
+    for key in KEPT_ATTRIBUTES:
+        if key != "Parameters" and key in kept and key not in table_input:
+            table_input[key] = kept[key]
 
 
 def _is_engine_view(table: Mapping[str, Any]) -> bool:

@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
+from irc_proxy.backends.base import Capability, DroppedTable, Listing, PointerSwap, Properties
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import (
     AlreadyExists,
@@ -282,7 +282,7 @@ class LocalBackend:
             return False
         return True
 
-    async def drop_table_pointer(self, namespace: str, name: str) -> str:
+    async def drop_table_pointer(self, namespace: str, name: str) -> DroppedTable:
         def drop(conn: Connection) -> str | None:
             """The location the row had when this transaction deleted it; None: it moved meanwhile (retry)."""
             row = conn.execute(select(TABLES.c.metadata_location).where(self._table(namespace, name))).first()
@@ -296,7 +296,7 @@ class LocalBackend:
         for _ in range(DROP_ATTEMPTS):
             location = await self._run(drop)
             if location is not None:
-                return location
+                return DroppedTable(location)
         raise CommitFailed(f"Table {name} kept changing while it was being dropped; retry")
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:

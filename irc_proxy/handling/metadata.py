@@ -159,6 +159,11 @@ class MetadataFiles:
         """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened."""
         return (await self.load(location, check_exists=check_exists)).metadata
 
+    async def read_fresh(self, location: str) -> TableMetadata:
+        """Parse the file as it is in storage now, not as cached (a register: it may have been purged since)."""
+        self.cache.discard(location)
+        return (await self._threads.run(self._read, location)).metadata
+
     async def load(self, location: str, *, check_exists: bool = False) -> CachedMetadata:
         """The parsed file and its response JSON, from the cache when possible. Raises NotFound.
 
@@ -262,6 +267,8 @@ class MetadataFiles:
         await self._threads.run(
             self._purge_quietly, name, metadata, lambda purge: purge.run(metadata_location, metadata)
         )
+        for deleted in (metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)):
+            self.cache.discard(deleted)
 
     async def purge_dropped(self, metadata_location: str, table: str) -> None:
         """Purge a table whose pointer was just dropped, reading its metadata first. Never raises."""

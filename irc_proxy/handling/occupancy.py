@@ -5,13 +5,15 @@ root inside, equal to or containing another live object's root is refused: other
 deletes the other's files, and credentials vended for one reach the other. Roots are recorded in the state
 database on create, register, commit, rename and drop (``stores/locations.py``). A recorded root is only
 trusted after asking the object itself: rows of objects that are gone (dropped by another engine, a crash
-between claim and create) are forgotten on the way, so the index heals instead of blocking names forever.
+between claim and create) are forgotten on the way, so the index heals instead of blocking names forever;
+only a claim made moments ago (``PENDING_CLAIM``) is held without its object, as a create in flight.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
 
 from irc_proxy.errors import BadRequest, CatalogError
 from irc_proxy.handling.locations import parse_location, shown
@@ -25,6 +27,16 @@ cannot be read (its metadata file is gone or damaged)."""
 
 class LocationOverlap(BadRequest):
     """A location inside, equal to or containing another live table's or view's location."""
+
+
+PENDING_CLAIM = timedelta(seconds=60)
+"""A claim younger than this whose object does not exist yet is taken for a create in flight (claims come
+before the pointer lands), not for a leftover: it holds its roots. A crash between claim and create
+blocks the roots for this long at most."""
+
+
+def _pending(holding: Holding) -> bool:
+    return holding.since is not None and datetime.now(UTC) - holding.since < PENDING_CLAIM
 
 
 def location_key(location: str) -> str:
@@ -60,6 +72,9 @@ class Occupancy:
             ask = self.live.get(holding.owner.kind)
             current = await ask(holding.owner) if ask is not None else [holding.location]
             if current is None:
+                if _pending(holding):  # claimed moments ago: its object may be being created right now
+                    found.append(holding.location)
+                    continue
                 await self._store.release(self.catalog, holding.owner)
                 continue
             if not current:  # live, but its roots cannot be read now: trust the record

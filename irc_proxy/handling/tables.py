@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.schema import Schema
@@ -11,7 +12,7 @@ from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.table.update import TableRequirement, TableUpdate
 
-from irc_proxy.backends.base import Backend, Capability, PointerSwap, TableCommits, table_commits
+from irc_proxy.backends.base import Backend, Capability, DroppedTable, PointerSwap, TableCommits, table_commits
 from irc_proxy.errors import (
     AlreadyExists,
     BadRequest,
@@ -221,7 +222,15 @@ class Tables:
             raise AlreadyExists(f"Table already exists: {ident}")
         return LoadedTable(metadata_location, metadata)
 
-    async def register(self, namespace: Namespace, name: str, metadata_location: str, overwrite: bool) -> LoadedTable:
+    async def register(
+        self,
+        namespace: Namespace,
+        name: str,
+        metadata_location: str,
+        overwrite: bool,
+        entry: Mapping[str, Any] | None = None,
+    ) -> LoadedTable:
+        """Point ``name`` at an existing metadata file (``entry``: a dropped table's backend attributes, restored)."""
         ident = TableIdent(namespace, validate_name(name))
         flat = await self._namespaces.flat_existing(namespace)
         if await self._views.view_exists(flat, ident.name):
@@ -236,12 +245,12 @@ class Tables:
         metadata_location = self.storage.confine(metadata_location, "Metadata location")  # before any I/O
         exclude = owner if current is not None else None
         await self.storage.occupancy.check_free([metadata_location], exclude, "Metadata file")
-        metadata = await self.files.read(metadata_location)
+        metadata = await self.files.read_fresh(metadata_location)
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
         await self.storage.claim(owner, roots, what="Table location")
         try:
             swapped = await self._commits().swap_table_pointers(
-                [PointerSwap(flat, ident.name, current, metadata_location, metadata)]
+                [PointerSwap(flat, ident.name, current, metadata_location, metadata, entry)]
             )
         except BaseException:
             await self.storage.occupancy.refresh(owner)
@@ -346,17 +355,17 @@ class Tables:
             await self.files.delete_replaced(base, new)
 
     # Removing ---------------------------------------------------------------------------
-    async def drop(self, ident: TableIdent, purge: bool) -> str:
-        """Forget the table (``purge``: and delete its files); returns its last metadata location."""
+    async def drop(self, ident: TableIdent, purge: bool) -> DroppedTable:
+        """Forget the table (``purge``: and delete its files); returns what its pointer was."""
         flat = self._codec.to_flat(ident.namespace)
         try:
-            location = await self._commits().drop_table_pointer(flat, ident.name)
+            dropped = await self._commits().drop_table_pointer(flat, ident.name)
         except NoSuchTable:
             raise no_such_table(ident) from None
         await self.storage.occupancy.forget(table_owner(flat, ident.name))
         if purge:
-            await self.files.purge_dropped(location, table=str(ident))
-        return location
+            await self.files.purge_dropped(dropped.metadata_location, table=str(ident))
+        return dropped
 
     async def unregister(self, ident: TableIdent) -> LoadedTable:
         loaded = await self.load(ident)

@@ -18,6 +18,7 @@ from irc_proxy.handling.commit_bodies import ChangeBody, IdentifierBody, Limits,
 from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.paging import Page, PageRequest
+from irc_proxy.handling.trash import Trash
 from irc_proxy.handling.views import LoadedView, ViewCreate
 
 
@@ -57,7 +58,11 @@ async def replace_view(
     return await views.replace(ident, requirements, updates, context.principal)
 
 
-async def drop_view(catalog: Catalog, ident: TableIdent) -> None:
+async def drop_view(context: RequestContext, catalog: Catalog, ident: TableIdent, trash: Trash | None = None) -> None:
+    """Drop the view; with a trash that keeps the catalog's drops, it is kept there with its whole history."""
+    if trash is not None and trash.keeps(catalog):
+        await trash.drop_view(catalog, ident, context.principal)
+        return
     await catalog.require_views().drop(ident)
 
 
@@ -71,7 +76,15 @@ async def rename_view(
 
 
 async def register_view(
-    context: RequestContext, catalog: Catalog, namespace: Namespace, name: str, metadata_location: str
+    context: RequestContext,
+    catalog: Catalog,
+    namespace: Namespace,
+    name: str,
+    metadata_location: str,
+    trash: Trash | None = None,
 ) -> LoadedView:
     """Register the view whose current metadata is at ``metadata_location``, owned by the caller."""
-    return await catalog.require_views().register(namespace, name, metadata_location, context.principal)
+    view = await catalog.require_views().register(namespace, name, metadata_location, context.principal)
+    if trash is not None:  # a dropped view's metadata registered again: its trash entry is claimed
+        await trash.registered(catalog, view.metadata_location)
+    return view

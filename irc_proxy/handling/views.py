@@ -9,10 +9,11 @@ names against creates and renames (409), and refuse changes (403): they are read
 from __future__ import annotations
 
 import builtins
+import contextlib
 import gzip
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.schema import Schema
@@ -31,7 +32,8 @@ from irc_proxy.handling.storage import view_owner
 from irc_proxy.handling.storage_reads import parse_metadata
 from irc_proxy.handling.tables import Tables
 from irc_proxy.stores.locations import Owner
-from irc_proxy.stores.views import StoredView, ViewStore
+from irc_proxy.stores.trash import TrashEntry
+from irc_proxy.stores.views import TRASH_NAMESPACE, StoredView, ViewStore
 from irc_proxy.threads import ThreadRunner
 
 
@@ -278,6 +280,50 @@ class Views:
             await self._refuse_engine_view(flat, ident)
             raise no_such_view(ident) from None
         await self._tables.storage.occupancy.forget(view_owner(flat, ident.name))
+
+    async def drop_to_trash(self, ident: TableIdent, entry_for: Callable[[StoredView], TrashEntry]) -> TrashEntry:
+        """Drop the view into the trash (rows kept with every version, the name free at once)."""
+        flat = self._codec.to_flat(ident.namespace)
+        try:
+            entry = await self._store.move_to_trash(self._catalog, flat, ident.name, entry_for)
+        except NoSuchView:
+            await self._refuse_engine_view(flat, ident)
+            raise no_such_view(ident) from None
+        await self._tables.storage.occupancy.forget(view_owner(flat, ident.name))
+        return entry
+
+    async def restore(self, entry_id: str, target: TableIdent) -> LoadedView | None:
+        """Bring a view back from the trash as ``target`` with its whole history; None when the entry is gone.
+
+        Raises AlreadyExists (the name or the view's location is taken) or NoSuchNamespace.
+        """
+        flat = await self._namespaces.flat_existing(target.namespace)
+        validate_name(target.name, "view")
+        await self._check_free(flat, target)
+        kept = await self._store.load(self._catalog, TRASH_NAMESPACE, entry_id)
+        if kept is None:
+            return None
+        storage = self._tables.storage
+        owner = view_owner(flat, target.name)
+        roots = storage.confine_paths(kept.metadata.location, kept.metadata.properties)
+        await storage.claim(owner, roots, what="View location")
+        try:
+            restored = await self._store.restore_from_trash(self._catalog, entry_id, flat, target.name)
+        except AlreadyExists:
+            await storage.occupancy.refresh(owner)
+            raise AlreadyExists(f"View already exists: {target}") from None
+        except BaseException:
+            await storage.occupancy.refresh(owner)
+            raise
+        if restored is None:
+            await storage.occupancy.refresh(owner)
+            return None
+        return LoadedView(restored.metadata_location, restored.metadata)
+
+    async def forget_trashed(self, entry_id: str) -> None:
+        """Delete the rows of a view whose trash entry is gone (expunged, expired, or its file registered)."""
+        with contextlib.suppress(NoSuchView):
+            await self._store.drop(self._catalog, TRASH_NAMESPACE, entry_id)
 
     async def rename(self, source: TableIdent, target: TableIdent) -> None:
         validate_name(target.name, "view")

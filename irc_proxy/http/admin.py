@@ -1,4 +1,5 @@
-"""The admin API under ``/management/v1``: principals, roles, grants and the audit trail. Admins only.
+"""The management API under ``/management/v1``: principals, roles, grants and the audit trail (admins only),
+and the trash of dropped tables and views (held to the privileges of ``handling.trash_ops``).
 
 Errors use the Iceberg error model, like the catalog API. Every change is audited and takes effect
 on this replica at once (others within ``auth.grants_cache_seconds``).
@@ -18,6 +19,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from irc_proxy.errors import BadRequest, MethodNotAllowed
+from irc_proxy.handling import trash_ops
+from irc_proxy.handling.access import Access
 from irc_proxy.handling.authn import TokenService, hash_secret
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, StoredGrant, StoredPrincipal, grant_target
 from irc_proxy.handling.catalog import Catalog
@@ -261,20 +264,27 @@ async def query_audit(request: Request) -> Response:
     return json_response({"records": records})
 
 
-def _admin(operation: str, handler: Handler) -> Handler:
+def _audited(operation: str, handler: Handler, admins_only: bool = False) -> Handler:
+    """``handler``, audited as ``management.<operation>`` on its path (and for admins only if asked)."""
+
     async def endpoint(request: Request) -> Response:
         audit = parsing.context(request).audit
         audit.name(f"management.{operation}")
         audit.object = unquote(request.url.path.removeprefix(BASE + "/"))  # e.g. roles/reader/grants
-        await access.require_admin(request)
+        if admins_only:
+            await access.require_admin(request)
         return await handler(request)
 
     endpoint.__name__ = handler.__name__
     return endpoint
 
 
-def _route(path: str, **methods: tuple[str, Handler]) -> Route:
-    handlers = {method.upper(): _admin(operation, handler) for method, (operation, handler) in methods.items()}
+def _admin(operation: str, handler: Handler) -> Handler:
+    return _audited(operation, handler, admins_only=True)
+
+
+def _route(path: str, wrap: Callable[[str, Handler], Handler] = _admin, **methods: tuple[str, Handler]) -> Route:
+    handlers = {method.upper(): wrap(operation, handler) for method, (operation, handler) in methods.items()}
 
     async def dispatch(request: Request) -> Response:
         handler = handlers.get(request.method)
@@ -320,17 +330,14 @@ class RestoreRequest(_Body):
     create_namespace: StrictBool = Field(default=False, alias="create-namespace")
 
 
-def _trash(request: Request) -> Trash:
+def _trash(request: Request) -> tuple[Access, Trash, Catalog]:
+    catalog = parsing.catalogs(request).get(_path_name(request, "catalog"))
     trash: Trash = request.state.trash
-    return trash
-
-
-def _trash_catalog(request: Request) -> Catalog:
-    return parsing.catalogs(request).get(_path_name(request, "catalog"))
+    return access.of(request, catalog=catalog.name), trash, catalog
 
 
 async def list_trash(request: Request) -> Response:
-    catalog = _trash_catalog(request)
+    checks, trash, catalog = _trash(request)
     query = request.query_params
     namespace = query.get("namespace")
     which = TrashFilter(
@@ -339,40 +346,41 @@ async def list_trash(request: Request) -> Response:
         dropped_by=query.get("dropped-by"),
     )
     size, token = query.get("page-size", "100"), query.get("page-token") or "0"
-    if not size.isdigit() or not 1 <= int(size) <= 1000 or not token.isdigit():
+    if not size.isdigit() or not 1 <= int(size) <= 1000 or not token.isdigit() or len(token) > 12:
         raise BadRequest("Invalid page: page-size must be 1..1000 and page-token one this API returned")
-    offset, limit = int(token), int(size)
-    entries = await _trash(request).entries(catalog, which, offset, limit + 1)
-    body: dict[str, Any] = {"entries": [e.to_json() for e in entries[:limit]]}
-    if len(entries) > limit:
-        body["next-page-token"] = str(offset + limit)
+    entries, next_offset = await trash_ops.list_entries(checks, trash, catalog, which, int(token), int(size))
+    body: dict[str, Any] = {"entries": [e.to_json() for e in entries]}
+    if next_offset is not None:
+        body["next-page-token"] = str(next_offset)
     return json_response(body)
 
 
 async def restore_trash_entry(request: Request) -> Response:
-    catalog = _trash_catalog(request)
+    checks, trash, catalog = _trash(request)
     body = await parsing.body_model(request, RestoreRequest) if await request.body() else RestoreRequest()
     target = None
     if body.identifier is not None:
         validate_namespace(body.identifier.namespace)
         target = TableIdent(tuple(body.identifier.namespace), body.identifier.name)
     restore = Restore(target, body.create_namespace)
-    ident, loaded = await _trash(request).restore(catalog, _path_name(request, "entry"), restore)
+    restored = await trash_ops.restore_entry(checks, trash, catalog, _path_name(request, "entry"), restore)
     return json_response(
         {
-            "identifier": {"namespace": list(ident.namespace), "name": ident.name},
-            "metadata-location": loaded.metadata_location,
+            "identifier": {"namespace": list(restored.ident.namespace), "name": restored.ident.name},
+            "kind": restored.kind,
+            "metadata-location": restored.metadata_location,
         }
     )
 
 
 async def expunge_trash_entry(request: Request) -> Response:
-    await _trash(request).expunge(_trash_catalog(request), _path_name(request, "entry"))
+    checks, trash, catalog = _trash(request)
+    await trash_ops.expunge_entry(checks, trash, catalog, _path_name(request, "entry"))
     return no_content()
 
 
-ADMIN_ROUTES += [
-    _route("/catalogs/{catalog}/trash", get=("listTrash", list_trash)),
-    _route("/catalogs/{catalog}/trash/{entry}", delete=("expungeTrashEntry", expunge_trash_entry)),
-    _route("/catalogs/{catalog}/trash/{entry}/restore", post=("restoreTrashEntry", restore_trash_entry)),
+ADMIN_ROUTES += [  # not for admins only: trash_ops holds callers to the privileges of the drop and the restore
+    _route("/catalogs/{catalog}/trash", _audited, get=("listTrash", list_trash)),
+    _route("/catalogs/{catalog}/trash/{entry}", _audited, delete=("expungeTrashEntry", expunge_trash_entry)),
+    _route("/catalogs/{catalog}/trash/{entry}/restore", _audited, post=("restoreTrashEntry", restore_trash_entry)),
 ]

@@ -53,7 +53,8 @@ async def replace_view(request: Request) -> Response:
 
 
 async def drop_view(request: Request) -> Response:
-    await view_ops.drop_view(parsing.catalog(request), parsing.table_param(request, "view"))
+    ident = parsing.table_param(request, "view")
+    await view_ops.drop_view(parsing.context(request), parsing.catalog(request), ident, request.state.trash)
     return no_content()
 
 
@@ -67,5 +68,7 @@ async def register_view(request: Request) -> Response:
     body = await parsing.body_model(request, RegisterViewRequest)
     namespace = parsing.namespace_param(request)
     catalog, context = parsing.catalog(request), parsing.context(request)
-    view = await view_ops.register_view(context, catalog, namespace, body.name, body.metadata_location)
+    view = await view_ops.register_view(
+        context, catalog, namespace, body.name, body.metadata_location, request.state.trash
+    )
     return load_view_response(view)

@@ -17,6 +17,7 @@ from sqlalchemy import Index, Text, delete, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, Session, SQLModel, col, select
 
+from irc_proxy.stores.db import as_utc
 from irc_proxy.stores.tables import utcnow
 from irc_proxy.stores.transactions import TransactionalStore
 
@@ -58,6 +59,8 @@ class Owner:
 class Holding:
     owner: Owner
     location: str
+    since: datetime | None = None
+    """When the row was recorded (a claim made moments ago may be for an object still being created)."""
 
 
 def _like_prefix(location: str) -> str:
@@ -96,7 +99,7 @@ class LocationStore(TransactionalStore):
         for row in session.execute(stmt.limit(1000)).scalars():
             owner = Owner(row.kind, row.namespace, row.name)
             if owner != exclude:
-                found.append(Holding(owner, row.location))
+                found.append(Holding(owner, row.location, as_utc(row.created_at)))
         return found
 
     async def holders(self, catalog: str, locations: Sequence[str], exclude: Owner | None = None) -> list[Holding]:

@@ -52,6 +52,7 @@ ENTRIES = Table(
     Column("state", String(16), nullable=False),
     Column("claimed_by", String(64), nullable=True),
     Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("backend_entry", Text, nullable=True),
 )
 
 
@@ -67,6 +68,8 @@ class TrashEntry:
     dropped_at: datetime
     purge_requested: bool
     expires_at: datetime
+    backend_entry: dict[str, Any] | None = None
+    """A table's attributes kept by its backend beside the pointer (Glue), given back on restore."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,58 @@ def _entry(row: Any) -> TrashEntry:
         dropped_at=as_utc(row.dropped_at),
         purge_requested=bool(row.purge_requested),
         expires_at=as_utc(row.expires_at),
+        backend_entry=None if row.backend_entry is None else json.loads(row.backend_entry),
+    )
+
+
+def new_entry(
+    catalog: str,
+    kind: str,
+    namespace: tuple[str, ...],
+    name: str,
+    metadata_location: str,
+    dropped_by: str,
+    purge_requested: bool,
+    retention: timedelta,
+) -> TrashEntry:
+    """An entry for an object dropped now, kept for ``retention``."""
+    now = datetime.now(UTC)
+    return TrashEntry(
+        uuid.uuid4().hex,
+        catalog,
+        kind,
+        namespace,
+        name,
+        metadata_location,
+        dropped_by,
+        now,
+        purge_requested,
+        now + retention,
+    )
+
+
+def insert_entry(entry: TrashEntry) -> Any:
+    """The INSERT of a kept entry (run by ``TrashStore.add``, or in another store's transaction)."""
+    return insert(ENTRIES).values(
+        entry_id=entry.entry_id,
+        catalog=entry.catalog,
+        kind=entry.kind,
+        namespace=json.dumps(list(entry.namespace)),
+        name=entry.name,
+        metadata_location=entry.metadata_location,
+        dropped_by=entry.dropped_by,
+        dropped_at=entry.dropped_at,
+        purge_requested=entry.purge_requested,
+        expires_at=entry.expires_at,
+        state="kept",
+        backend_entry=None if entry.backend_entry is None else json.dumps(entry.backend_entry),
+    )
+
+
+def take_kept(catalog: str, entry_id: str) -> Any:
+    """The DELETE of a kept entry (not one being expired): one row deleted means the caller took it."""
+    return delete(ENTRIES).where(
+        ENTRIES.c.catalog == catalog, ENTRIES.c.entry_id == entry_id, ENTRIES.c.state == "kept"
     )
 
 
@@ -109,49 +164,19 @@ class TrashStore:
     def __init__(self, engine: Engine, threads: ThreadRunner) -> None:
         self._engine, self._threads = engine, threads
 
-    async def add(
-        self,
-        catalog: str,
-        kind: str,
-        namespace: tuple[str, ...],
-        name: str,
-        metadata_location: str,
-        dropped_by: str,
-        purge_requested: bool,
-        retention: timedelta,
-    ) -> TrashEntry:
-        now = datetime.now(UTC)
-        entry = TrashEntry(
-            uuid.uuid4().hex,
-            catalog,
-            kind,
-            namespace,
-            name,
-            metadata_location,
-            dropped_by,
-            now,
-            purge_requested,
-            now + retention,
-        )
-        row = {
-            "entry_id": entry.entry_id,
-            "catalog": catalog,
-            "kind": kind,
-            "namespace": json.dumps(list(namespace)),
-            "name": name,
-            "metadata_location": metadata_location,
-            "dropped_by": dropped_by,
-            "dropped_at": now,
-            "purge_requested": purge_requested,
-            "expires_at": entry.expires_at,
-            "state": "kept",
-        }
-        await self._threads.run(self._execute, insert(ENTRIES).values(**row))
-        return entry
+    async def add(self, entry: TrashEntry) -> None:
+        await self._threads.run(self._execute, insert_entry(entry))
 
-    async def relocate(self, entry_id: str, metadata_location: str) -> None:
-        """The metadata the table really had when its pointer went (a commit may have landed in between)."""
-        statement = update(ENTRIES).where(ENTRIES.c.entry_id == entry_id).values(metadata_location=metadata_location)
+    async def relocate(self, entry_id: str, metadata_location: str, backend_entry: dict[str, Any] | None) -> None:
+        """What the table's pointer really was when it went (a commit may have landed after it was read)."""
+        statement = (
+            update(ENTRIES)
+            .where(ENTRIES.c.entry_id == entry_id)
+            .values(
+                metadata_location=metadata_location,
+                backend_entry=None if backend_entry is None else json.dumps(backend_entry),
+            )
+        )
         await self._threads.run(self._execute, statement)
 
     async def get(self, catalog: str, entry_id: str) -> TrashEntry | None:
@@ -162,13 +187,11 @@ class TrashStore:
 
     async def remove(self, catalog: str, entry_id: str) -> bool:
         """Delete a kept entry (restored, expunged); False when it is gone or being expired."""
-        where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.entry_id == entry_id, ENTRIES.c.state == "kept")
-        return bool(await self._threads.run(self._execute, delete(ENTRIES).where(where)))
+        return bool(await self._threads.run(self._execute, take_kept(catalog, entry_id)))
 
-    async def remove_location(self, catalog: str, metadata_location: str) -> int:
-        """Delete the entries of a metadata file a live table now uses (registered again): never purged."""
-        where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.metadata_location == metadata_location)
-        return await self._threads.run(self._execute, delete(ENTRIES).where(where))
+    async def remove_location(self, catalog: str, metadata_location: str) -> list[TrashEntry]:
+        """Delete the entries of a metadata file a live object now uses (registered again): never purged."""
+        return await self._threads.run(self._remove_location, catalog, metadata_location)
 
     async def claim_expired(self, catalogs: Sequence[str], owner: str, lease: timedelta) -> TrashEntry | None:
         """Claim one expired entry of ``catalogs`` for expunging (or one whose claim is older than ``lease``)."""
@@ -187,6 +210,17 @@ class TrashStore:
     def _execute(self, statement: Any) -> int:
         with database_errors("State database"), self._engine.begin() as conn:
             return int(conn.execute(statement).rowcount)
+
+    def _remove_location(self, catalog: str, metadata_location: str) -> list[TrashEntry]:
+        where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.metadata_location == metadata_location)
+        with database_errors("State database"), self._engine.begin() as conn:
+            found = [_entry(row) for row in conn.execute(select(ENTRIES).where(where))]
+            removed = {
+                entry.entry_id
+                for entry in found
+                if conn.execute(delete(ENTRIES).where(ENTRIES.c.entry_id == entry.entry_id)).rowcount == 1
+            }
+        return [entry for entry in found if entry.entry_id in removed]
 
     def _get(self, catalog: str, entry_id: str) -> TrashEntry | None:
         where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.entry_id == entry_id, ENTRIES.c.state == "kept")

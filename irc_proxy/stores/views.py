@@ -7,7 +7,7 @@ inside one transaction, so replicas sharing a database never lose a version.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,8 +27,13 @@ from irc_proxy.stores.tables import (
     utcnow,
 )
 from irc_proxy.stores.transactions import TransactionalStore
+from irc_proxy.stores.trash import TrashEntry, insert_entry, take_kept
 
 T = TypeVar("T")
+TRASH_NAMESPACE = "\x01trash"
+"""A view in the trash keeps its rows (every version, with who made it) under this namespace, named by its
+trash entry's id. No namespace can be named so (flat names escape control characters; not NUL, which
+PostgreSQL text refuses), so it is never listed, loaded or taken; a restore moves the rows back."""
 CHILD_TABLES = (ViewPropertyRow, ViewVersionRow, ViewRepresentationRow, ViewSchemaRow, ViewVersionLogRow)
 
 
@@ -159,6 +164,45 @@ class ViewStore(TransactionalStore):
             return stored
 
         return await self._run(drop)
+
+    async def move_to_trash(
+        self, catalog: str, namespace: str, name: str, entry_for: Callable[[StoredView], TrashEntry]
+    ) -> TrashEntry:
+        """Drop the view into the trash in one transaction: its rows move under ``TRASH_NAMESPACE`` and the
+        entry ``entry_for`` makes of it is added. Raises NoSuchView."""
+
+        def move(session: Session) -> TrashEntry:
+            row = self._row(session, catalog, namespace, name)
+            if row is None:
+                raise NoSuchView(name)
+            entry = entry_for(_assemble(session, row))
+            session.execute(insert_entry(entry))
+            row.namespace, row.name, row.updated_at = TRASH_NAMESPACE, entry.entry_id, utcnow()
+            row.revision += 1
+            return entry
+
+        return await self._run(move)
+
+    async def restore_from_trash(self, catalog: str, entry_id: str, namespace: str, name: str) -> StoredView | None:
+        """Take the kept entry and move its view back under ``namespace.name`` in one transaction.
+
+        None when the entry is gone (restored, expunged or being expired). Raises AlreadyExists when the
+        name is taken (the entry stays in the trash).
+        """
+
+        def restore(session: Session) -> StoredView | None:
+            row = self._row(session, catalog, TRASH_NAMESPACE, entry_id)
+            if row is None or session.execute(take_kept(catalog, entry_id)).rowcount != 1:  # type: ignore[attr-defined]
+                return None
+            row.namespace, row.name, row.updated_at = namespace, name, utcnow()
+            row.revision += 1
+            session.flush()
+            return _assemble(session, row)
+
+        try:
+            return await self._run(restore)
+        except IntegrityError as exc:
+            raise AlreadyExists(name) from exc
 
     async def rename(self, catalog: str, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         def rename(session: Session) -> None:

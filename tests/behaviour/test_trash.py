@@ -1,4 +1,4 @@
-"""Dropped tables go to the trash and come back, on every backend whose tables the proxy holds
+"""Dropped tables and views go to the trash and come back, on every backend whose tables the proxy holds
 (a REST-federated catalog's drops happen upstream). Expiry, purge and replicas: tests/integration/test_trash.py."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.behaviour.test_views import create_view, replace, view_url
 from tests.support.rest import assert_error, commit, create_namespace, create_table, snapshot, table_url
 
 TRASH = "/management/v1/catalogs/local/trash"
@@ -60,3 +61,24 @@ def test_trash_errors(client: httpx.Client, ns_name: str) -> None:
     assert client.delete(f"{TRASH}/{entry['id']}").status_code == 204
     assert_error(client.delete(f"{TRASH}/{entry['id']}"), 404, "NotFoundException")
     assert_error(client.get("/management/v1/catalogs/nope/trash"), 404, "NoSuchWarehouseException")
+
+
+@pytest.mark.needs("trash")
+def test_a_dropped_view_is_kept_and_restored_with_every_version(client: httpx.Client, ns_name: str) -> None:
+    create_namespace(client, ns_name)
+    assert create_view(client, (ns_name,), "v").status_code == 200
+    url = view_url((ns_name,), "v")
+    assert replace(client, url, "select 2 as id").status_code == 200
+    before = client.get(url).json()
+    assert client.delete(url).status_code == 204
+    assert_error(client.get(url), 404, "NoSuchViewException")
+    entry = entry_of(client, ns_name, "v")
+    assert entry["kind"] == "view" and entry["metadata-location"] == before["metadata-location"]
+
+    assert create_view(client, (ns_name,), "v").status_code == 200  # the name is free at once
+    assert_error(client.post(f"{TRASH}/{entry['id']}/restore", json={}), 409, "AlreadyExistsException")
+    assert client.delete(url).status_code == 204
+    restored = client.post(f"{TRASH}/{entry['id']}/restore", json={})
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["kind"] == "view"
+    assert client.get(url).json() == before

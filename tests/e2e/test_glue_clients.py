@@ -338,6 +338,55 @@ def test_spark_ddl_and_dml_on_glue_with_a_file_warehouse(
 
 
 @pytest.mark.spark
+def test_spark_drops_a_glue_table_and_a_view_and_reads_both_again_after_a_restore(
+    spark: Any, glue_proxy: ProxyProcess, glue: Any, ns_name: str
+) -> None:
+    """The trash on Glue: the table comes back with its rows, history and the Glue entry's own attributes."""
+    cat = add_spark_catalog(spark, "glue_trash_e2e", glue_proxy, FILE_CATALOG)
+    table, view = f"{cat}.{ns_name}.orders", f"{cat}.{ns_name}.eu_orders"
+    spark.sql(f"CREATE NAMESPACE {cat}.{ns_name}")
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, region STRING, amount DOUBLE) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'eu', 10.0), (2, 'us', 20.0)")
+    spark.sql(f"INSERT INTO {table} VALUES (3, 'eu', 30.0)")
+    spark.sql(f"CREATE VIEW {view} AS SELECT id FROM {table} WHERE region = 'eu'")
+    spark.sql(f"CREATE OR REPLACE VIEW {view} AS SELECT id, amount FROM {table} WHERE region = 'eu'")
+    expected = srows(spark, f"SELECT * FROM {table} ORDER BY id")
+    history = srows(spark, f"SELECT snapshot_id, parent_id FROM {table}.history ORDER BY made_current_at")
+    entry = glue_table(glue, ns_name, "orders")  # what people set on the Glue table beside Iceberg's metadata
+    table_input = {key: entry[key] for key in ("Name", "TableType", "StorageDescriptor") if key in entry}
+    table_input |= {"Description": "orders", "Owner": "sales-team", "Parameters": entry["Parameters"] | {"tier": "1"}}
+    glue.update_table(DatabaseName=ns_name, TableInput=table_input)
+    view_before = httpx.get(f"{glue_proxy.url}/v1/{FILE_CATALOG}/namespaces/{ns_name}/views/eu_orders").json()
+
+    spark.sql(f"DROP VIEW {view}")
+    spark.sql(f"DROP TABLE {table}")
+    assert glue_table_names(glue, ns_name) == set()
+    assert srows(spark, f"SHOW TABLES IN {cat}.{ns_name}") == []
+
+    trash = f"{glue_proxy.url}/management/v1/catalogs/{FILE_CATALOG}/trash"
+    entries = {e["kind"]: e for e in httpx.get(trash, params={"namespace": ns_name}).json()["entries"]}
+    assert set(entries) == {"table", "view"}
+    for kept in entries.values():
+        restored = httpx.post(f"{trash}/{kept['id']}/restore", json={})
+        assert restored.status_code == 200, restored.text
+
+    assert srows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
+    assert srows(spark, f"SELECT snapshot_id, parent_id FROM {table}.history ORDER BY made_current_at") == history
+    assert srows(spark, f"SELECT * FROM {view} ORDER BY id") == [(1, 10.0), (3, 30.0)]
+    view_after = httpx.get(f"{glue_proxy.url}/v1/{FILE_CATALOG}/namespaces/{ns_name}/views/eu_orders").json()
+    assert view_after == view_before and len(view_after["metadata"]["versions"]) == 2
+    back = glue_table(glue, ns_name, "orders")
+    assert (back["Description"], back["Owner"], back["Parameters"]["tier"]) == ("orders", "sales-team", "1")
+    spark.sql(f"INSERT INTO {table} VALUES (4, 'apac', 40.0)")  # and it takes commits again
+    assert srows(spark, f"SELECT count(*) FROM {table}") == [(4,)]
+    assert glue_table(glue, ns_name, "orders")["Owner"] == "sales-team"
+
+    spark.sql(f"DROP VIEW {view}")
+    spark.sql(f"DROP TABLE {table}")
+    spark.sql(f"DROP NAMESPACE {cat}.{ns_name}")
+
+
+@pytest.mark.spark
 def test_spark_on_an_s3_warehouse_through_s3a(
     spark: Any,
     s3a_jars: list[Path] | str,

@@ -1,16 +1,21 @@
-"""The trash (issue 17, first increment): a dropped table is kept, restorable, and purged only when its
-retention ends; the management API lists, restores and expunges entries, with the spec's error model.
+"""The trash (issue 17): a dropped table or view is kept, restorable, and a table is purged only when its
+retention ends; the management API lists, restores and expunges entries under the drop and create
+privileges, with the spec's error model; the command line does the same, and everything is audited.
 
 The local catalogs are served by one real ``irc-proxy serve`` process (pyiceberg writes data through
 its socket, and expiry runs on the server's own loop): ``local`` keeps drops for the default ``P7D``,
 ``brief`` for ``PT3S``, ``instant`` not at all (``PT0S``); expiry runs every 0.2 s. Replicas sharing
 expiry are two processes on one scratch PostgreSQL; OAuth2 and Glue (on moto) are served in-process.
-Races (restore against create, two drops, a drop against commits) are repeated many times: each would show
-within a few rounds if the compare-and-delete or the register's AlreadyExists were lost.
+Races (restore against create, two drops, a drop against commits, a register against the expiry's purge)
+are repeated many times: each would show within a few rounds if its guard were lost.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -29,6 +34,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.table import Table
 
 from irc_proxy.handling.authn import hash_secret
+from tests.support.aws import client as aws_client
 from tests.support.aws import glue_catalog_config
 from tests.support.in_process import ServeInProcess
 from tests.support.postgres import scratch_database
@@ -218,7 +224,7 @@ def test_drop_keeps_the_table_frees_its_name_and_restore_brings_back_snapshots_r
 
     back = restore(http, "local", entry["id"], identifier=to(ns, "events_restored"))
     assert back.status_code == 200, back.text
-    assert back.json() == {"identifier": to(ns, "events_restored"), "metadata-location": location}
+    assert back.json() == {"identifier": to(ns, "events_restored"), "kind": "table", "metadata-location": location}
     assert entries_in(http, "local", ns) == []
     assert trash_events(http, "restored") == restored + 1
     assert_error(restore(http, "local", entry["id"]), 404, "NotFoundException")
@@ -257,7 +263,7 @@ def test_restore_into_a_missing_namespace_is_404_naming_it_unless_it_is_created(
 
     back = restore(http, "local", entry["id"], identifier=to(nested, "t"), **{"create-namespace": True})
     assert back.status_code == 200, back.text
-    assert back.json() == {"identifier": to(nested, "t"), "metadata-location": location}
+    assert back.json() == {"identifier": to(nested, "t"), "kind": "table", "metadata-location": location}
     assert http.get(f"/v1/local/namespaces/{ns_path(*nested)}").status_code == 200
     assert http.get(table_url("local", nested, "t")).json()["metadata-location"] == location
     assert entries_in(http, "local", ns) == []
@@ -317,6 +323,47 @@ def test_registering_a_dropped_tables_metadata_takes_it_out_of_the_trash_and_exp
     time.sleep(BRIEF.total_seconds() + 1.5)  # the retention and several expiry rounds
     assert files_under(table.metadata.location) >= files
     assert catalog.load_table((*ns, "moved")).scan().to_arrow().num_rows == 2 * ROWS.num_rows
+
+
+def test_a_register_racing_the_expiry_purge_either_keeps_every_file_or_is_refused(
+    proxy: ProxyProcess, http: httpx.Client, ns_name: str
+) -> None:
+    """Registers are fired at each entry from just before its expiry until it is gone: whichever wins, a
+    registered table never loses a file (the purge holds the table's storage while it deletes)."""
+    ns = new_namespace(http, "brief", ns_name)
+    catalog = iceberg(proxy, "brief")
+    tables = {f"t{i}": with_data(catalog, ns, f"t{i}", appends=3) for i in range(4)}
+    for name in tables:
+        drop(http, "brief", ns, name, purge=True)
+    expires = {e["identifier"]["name"]: moment(e["expires-at"]) for e in entries_in(http, "brief", ns)}
+
+    offsets = dict(zip(tables, (-0.1, 0.05, 0.15, 0.3), strict=True))  # around the expiry rounds (every 0.2 s)
+
+    def hammer(name: str) -> bool:
+        """Register ``name``'s metadata as ``<name>_back`` until it lands or the entry is gone."""
+        wait = (expires[name] - datetime.now(expires[name].tzinfo)).total_seconds() + offsets[name]
+        time.sleep(max(0.0, wait))
+        body = {"name": f"{name}_back", "metadata-location": tables[name].metadata_location}
+        with httpx.Client(base_url=proxy.url, timeout=60) as client:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                answer = client.post(f"/v1/brief/namespaces/{ns_path(*ns)}/register", json=body)
+                if answer.status_code == 200:
+                    return True
+                assert answer.status_code < 500, answer.text
+                if not any(e["identifier"]["name"] == name for e in entries_in(client, "brief", ns)):
+                    return False
+        raise AssertionError(f"{name}: neither registered nor expired within 10 s")
+
+    with ThreadPoolExecutor(len(tables)) as pool:
+        outcome = dict(zip(tables, pool.map(hammer, tables), strict=True))
+    time.sleep(1.0)  # a purge that lost the race would be deleting now
+    for name, registered in outcome.items():
+        if registered:
+            back = catalog.load_table((*ns, f"{name}_back"))
+            assert back.scan().to_arrow().num_rows == 3 * ROWS.num_rows, name
+        else:
+            assert_error(http.get(table_url("brief", ns, f"{name}_back")), 404, "NoSuchTableException")
 
 
 # 5. Expunge -------------------------------------------------------------------------------------------------
@@ -559,38 +606,318 @@ grants_cache_seconds = 0
 id = "root"
 secret_hash = "{hash_secret(ROOT_SECRET)}"
 principal = "root"
+[catalogs.local]
+kind = "local"
+[catalogs.elsewhere]
+kind = "local"
 '''
 
 
-def test_the_trash_api_is_for_admins_and_records_who_dropped(serve_in_process: ServeInProcess) -> None:
+def test_the_trash_api_holds_callers_to_the_drop_and_create_privileges_and_records_who_dropped(
+    serve_in_process: ServeInProcess,
+) -> None:
     server = serve_in_process(AUTH_CONFIG, "trash-oauth2")
     with server.client(timeout=60) as anonymous:
         root_token = token_of(anonymous, "root", ROOT_SECRET)
     with server.client(timeout=60, headers={"Authorization": f"Bearer {root_token}"}) as root:
         ns = new_namespace(root, "local", "shared")
-        created(root, "local", ns, "by_alice")
-        created(root, "local", ns, "by_root")
-        credentials = make_principal(root, "alice", {"privilege": "all", "namespace": list(ns)})
+        other = new_namespace(root, "local", "other")
+        for name in ("by_alice", "by_root", "secret"):
+            created(root, "local", ns if name != "secret" else other, name)
+        logins = {
+            "alice": make_principal(root, "alice", {"privilege": "all", "namespace": list(ns)}),
+            "dropper": make_principal(root, "dropper", {"privilege": "table.drop", "namespace": list(ns)}),
+            "reader": make_principal(root, "reader", {"privilege": "table.read", "namespace": list(ns)}),
+            "stranger": make_principal(root, "stranger", {"privilege": "all", "catalog": "elsewhere"}),
+        }
+        tokens = {}
         with server.client(timeout=60) as login:
-            alice_token = token_of(login, *credentials)
-        with server.client(timeout=60, headers={"Authorization": f"Bearer {alice_token}"}) as alice:
+            for name, credentials in logins.items():
+                tokens[name] = token_of(login, *credentials)
+
+        def as_(name: str) -> httpx.Client:
+            return server.client(timeout=60, headers={"Authorization": f"Bearer {tokens[name]}"})
+
+        with as_("alice") as alice, as_("dropper") as dropper, as_("reader") as reader, as_("stranger") as stranger:
             drop(alice, "local", ns, "by_alice")
             drop(root, "local", ns, "by_root")
-            entries = {e["identifier"]["name"]: e for e in entries_in(root, "local", ns)}
-            assert {name: e["dropped-by"] for name, e in entries.items()} == {"by_alice": "alice", "by_root": "root"}
+            drop(root, "local", other, "secret")
+            entries = {e["identifier"]["name"]: e for e in listed(root, "local")["entries"]}
+            assert {name: e["dropped-by"] for name, e in entries.items()} == {
+                "by_alice": "alice",
+                "by_root": "root",
+                "secret": "root",
+            }
             by_alice = listed(root, "local", **{"dropped-by": "alice"})["entries"]
             assert [e["id"] for e in by_alice] == [entries["by_alice"]["id"]]
 
-            entry_id = entries["by_alice"]["id"]
-            assert_error(alice.get(trash_url("local")), 403, "ForbiddenException")
-            assert_error(restore(alice, "local", entry_id), 403, "ForbiddenException")
-            assert_error(alice.delete(trash_url("local", entry_id)), 403, "ForbiddenException")
+            # Listing shows what the caller could have dropped: nothing of ``other``.
+            assert {e["identifier"]["name"] for e in listed(alice, "local")["entries"]} == {"by_alice", "by_root"}
+            assert {e["identifier"]["name"] for e in listed(dropper, "local")["entries"]} == {"by_alice", "by_root"}
+            assert listed(reader, "local")["entries"] == []
+            assert_error(stranger.get(trash_url("local")), 403, "ForbiddenException", "catalog.use")
             with server.client(timeout=60) as nobody:
                 assert_error(nobody.get(trash_url("local")), 401, "NotAuthorizedException")
-            assert len(entries_in(root, "local", ns)) == 2  # nothing happened
-            back = restore(root, "local", entry_id)
+
+            # Restoring needs the drop at the source and the create at the destination.
+            secret = entries["secret"]["id"]
+            assert_error(restore(alice, "local", secret), 403, "ForbiddenException", "table.drop")
+            assert_error(alice.delete(trash_url("local", secret)), 403, "ForbiddenException", "table.drop")
+            by_root = entries["by_root"]["id"]
+            assert_error(restore(dropper, "local", by_root), 403, "ForbiddenException", "table.create")
+            assert_error(restore(reader, "local", by_root), 403, "ForbiddenException", "table.drop")
+            moved = restore(alice, "local", by_root, identifier=to(other, "by_root"))
+            assert_error(moved, 403, "ForbiddenException", "table.create")
+            made = restore(alice, "local", by_root, identifier=to((*ns, "sub"), "t"), **{"create-namespace": True})
+            assert made.status_code == 200, made.text  # namespace.create on ``shared`` comes with ``all`` there
+            assert len(listed(root, "local")["entries"]) == 2
+
+            back = restore(alice, "local", entries["by_alice"]["id"])
             assert back.status_code == 200, back.text
             assert alice.get(table_url("local", ns, "by_alice")).status_code == 200
+            assert dropper.delete(trash_url("local", secret)).status_code == 403
+            assert root.delete(trash_url("local", secret)).status_code == 204
+            assert listed(root, "local")["entries"] == []
+
+        def alices_restores() -> Counter[str]:
+            records = root.get(f"{MGMT}/audit", params={"principal": "alice", "limit": "200"}).json()["records"]
+            return Counter(r["decision"] for r in records if r["operation"] == "management.restoreTrashEntry")
+
+        wait_until(lambda: alices_restores() == Counter(denied=2, allowed=2), 15, "alice's restores audited")
+
+
+# 9b. Views ---------------------------------------------------------------------------------------------------
+VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def view_url(catalog: str, namespace: tuple[str, ...], name: str) -> str:
+    return f"/v1/{catalog}/namespaces/{ns_path(*namespace)}/views/{name}"
+
+
+def view_version(sql: str, schema_id: int) -> dict[str, Any]:
+    return {
+        "version-id": 1,
+        "timestamp-ms": int(time.time() * 1000),
+        "schema-id": schema_id,
+        "summary": {"engine-name": "test"},
+        "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}],
+        "default-namespace": ["db"],
+    }
+
+
+def make_view(http: httpx.Client, catalog: str, namespace: tuple[str, ...], name: str, *sqls: str) -> dict[str, Any]:
+    """A view whose versions run ``sqls`` in order (the last is current); its LoadViewResult."""
+    body = {"name": name, "schema": VIEW_SCHEMA, "view-version": view_version(sqls[0], 0), "properties": {}}
+    response = http.post(f"/v1/{catalog}/namespaces/{ns_path(*namespace)}/views", json=body)
+    assert response.status_code == 200, response.text
+    for sql in sqls[1:]:
+        change = {
+            "requirements": [{"type": "assert-view-uuid", "uuid": response.json()["metadata"]["view-uuid"]}],
+            "updates": [
+                {"action": "add-view-version", "view-version": view_version(sql, 0)},
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ],
+        }
+        response = http.post(view_url(catalog, namespace, name), json=change)
+        assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def view_names(http: httpx.Client, catalog: str, namespace: tuple[str, ...]) -> set[str]:
+    listed = http.get(f"/v1/{catalog}/namespaces/{ns_path(*namespace)}/views")
+    assert listed.status_code == 200, listed.text
+    return {ident["name"] for ident in listed.json()["identifiers"]}
+
+
+def test_a_dropped_view_keeps_every_version_and_comes_back_under_its_name_or_a_new_one(
+    http: httpx.Client, ns_name: str
+) -> None:
+    ns = new_namespace(http, "local", ns_name)
+    before = make_view(http, "local", ns, "v", "select 1 as id", "select 2 as id", "select 3 as id")
+    assert len(before["metadata"]["versions"]) == 3
+
+    dropped = http.delete(view_url("local", ns, "v"))
+    assert dropped.status_code == 204, dropped.text
+    assert_error(http.get(view_url("local", ns, "v")), 404, "NoSuchViewException")
+    assert http.head(view_url("local", ns, "v")).status_code == 404
+    assert "v" not in view_names(http, "local", ns)
+    entry = only_entry(http, "local", ns)
+    assert entry["kind"] == "view" and entry["identifier"] == to(ns, "v")
+    assert entry["metadata-location"] == before["metadata-location"] and entry["purge-requested"] is False
+    assert [e["id"] for e in listed(http, "local", kind="view")["entries"] if e["identifier"] == to(ns, "v")] == [
+        entry["id"]
+    ]
+
+    newcomer = make_view(http, "local", ns, "v", "select 42 as id")  # the name is free at once
+    assert newcomer["metadata"]["view-uuid"] != before["metadata"]["view-uuid"]
+    assert_error(restore(http, "local", entry["id"]), 409, "AlreadyExistsException", "v")
+    created(http, "local", ns, "t_named")
+    assert_error(restore(http, "local", entry["id"], identifier=to(ns, "t_named")), 409, "AlreadyExistsException")
+    assert only_entry(http, "local", ns)["id"] == entry["id"]
+
+    back = restore(http, "local", entry["id"], identifier=to(ns, "v_back"))
+    assert back.status_code == 200, back.text
+    assert back.json() == {
+        "identifier": to(ns, "v_back"),
+        "kind": "view",
+        "metadata-location": entry["metadata-location"],
+    }
+    restored = http.get(view_url("local", ns, "v_back"))
+    assert restored.status_code == 200, restored.text
+    assert restored.json()["metadata"] == before["metadata"]  # every version, the log, the uuid
+    assert restored.json()["metadata-location"] == before["metadata-location"]
+    assert entries_in(http, "local", ns) == []
+    assert_error(restore(http, "local", entry["id"]), 404, "NotFoundException")
+
+    # The restored view is a live one: it commits a new version on top of its history.
+    later = make_view(http, "local", ns, "w", "select 1 as id")
+    assert later["metadata"]["versions"][0]["representations"][0]["sql"] == "select 1 as id"
+    change = {
+        "requirements": [{"type": "assert-view-uuid", "uuid": before["metadata"]["view-uuid"]}],
+        "updates": [
+            {"action": "add-view-version", "view-version": view_version("select 4 as id", 0)},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ],
+    }
+    replaced = http.post(view_url("local", ns, "v_back"), json=change)
+    assert replaced.status_code == 200, replaced.text
+    assert [v["version-id"] for v in replaced.json()["metadata"]["versions"]] == [1, 2, 3, 4]
+
+
+def test_registering_a_dropped_views_metadata_takes_it_out_of_the_trash(http: httpx.Client, ns_name: str) -> None:
+    ns = new_namespace(http, "local", ns_name)
+    view = make_view(http, "local", ns, "v", "select 1 as id", "select 2 as id")
+    assert http.delete(view_url("local", ns, "v")).status_code == 204
+    entry = only_entry(http, "local", ns)
+    body = {"name": "moved", "metadata-location": view["metadata-location"]}
+    registered = http.post(f"/v1/local/namespaces/{ns_path(*ns)}/register-view", json=body)
+    assert registered.status_code == 200, registered.text
+    assert len(registered.json()["metadata"]["versions"]) == 2
+    assert entries_in(http, "local", ns) == []
+    assert_error(restore(http, "local", entry["id"]), 404, "NotFoundException")
+
+
+def test_view_entries_expire_at_the_end_of_the_retention_and_expunge_at_once(http: httpx.Client, ns_name: str) -> None:
+    brief = new_namespace(http, "brief", ns_name)
+    make_view(http, "brief", brief, "v", "select 1 as id")
+    assert http.delete(view_url("brief", brief, "v")).status_code == 204
+    entry = only_entry(http, "brief", brief)
+    assert moment(entry["expires-at"]) - moment(entry["dropped-at"]) == BRIEF
+    wait_until(lambda: entries_in(http, "brief", brief) == [], 15, "the view's entry expired")
+    assert_error(restore(http, "brief", entry["id"]), 404, "NotFoundException")
+    assert "v" not in view_names(http, "brief", brief)
+
+    local = new_namespace(http, "local", ns_name)
+    make_view(http, "local", local, "v", "select 1 as id")
+    assert http.delete(view_url("local", local, "v")).status_code == 204
+    kept = only_entry(http, "local", local)
+    assert http.delete(trash_url("local", kept["id"])).status_code == 204
+    assert entries_in(http, "local", local) == []
+    assert_error(restore(http, "local", kept["id"]), 404, "NotFoundException")
+
+    instant = new_namespace(http, "instant", ns_name)
+    make_view(http, "instant", instant, "v", "select 1 as id")
+    assert http.delete(view_url("instant", instant, "v")).status_code == 204
+    assert entries_in(http, "instant", instant) == []
+
+
+def test_a_view_restore_racing_a_view_create_of_the_same_name_has_exactly_one_winner(
+    http: httpx.Client, ns_name: str
+) -> None:
+    ns = new_namespace(http, "local", ns_name)
+    winners = []
+    for i in range(8):
+        name = f"race{i}"
+        original_view = make_view(http, "local", ns, name, "select 1 as id", "select 2 as id")
+        assert http.delete(view_url("local", ns, name)).status_code == 204
+        entry_id = only_entry(http, "local", ns)["id"]
+        start = threading.Barrier(2)
+        body = {
+            "name": name,
+            "schema": VIEW_SCHEMA,
+            "view-version": view_version("select 3 as id", 0),
+            "properties": {},
+        }
+
+        def restoring() -> httpx.Response:
+            start.wait()
+            return restore(http, "local", entry_id)
+
+        def creating() -> httpx.Response:
+            start.wait()
+            return http.post(f"/v1/local/namespaces/{ns_path(*ns)}/views", json=body)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            restored_future, made_future = pool.submit(restoring), pool.submit(creating)
+            restored, made = restored_future.result(), made_future.result()
+        assert (restored.status_code, made.status_code) in {(200, 409), (409, 200)}, (restored.text, made.text)
+        current = http.get(view_url("local", ns, name)).json()
+        if restored.status_code == 200:
+            winners.append("restore")
+            assert_error(made, 409, "AlreadyExistsException")
+            assert current["metadata"] == original_view["metadata"]
+            assert entries_in(http, "local", ns) == []
+        else:
+            winners.append("create")
+            assert_error(restored, 409, "AlreadyExistsException")
+            assert len(current["metadata"]["versions"]) == 1
+            assert only_entry(http, "local", ns)["id"] == entry_id  # still restorable, elsewhere
+            assert http.delete(trash_url("local", entry_id)).status_code == 204
+    print(f"\nview restore vs create winners: {winners}")
+
+
+# 9c. The command line ----------------------------------------------------------------------------------------
+def cli(proxy: ProxyProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    """``irc-proxy trash ARGS`` on the serving proxy's configuration (the same state database and catalogs)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("IRC_PROXY_")} | {"USER": "operator"}
+    command = [sys.executable, "-m", "irc_proxy", "trash", *args, "--config", str(proxy.config_path)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=proxy.workdir, timeout=60)
+
+
+def test_the_command_line_lists_restores_and_expunges_and_is_audited(
+    proxy: ProxyProcess, http: httpx.Client, ns_name: str
+) -> None:
+    ns = new_namespace(http, "local", ns_name)
+    table = created(http, "local", ns, "t")
+    make_view(http, "local", ns, "v", "select 1 as id", "select 2 as id")
+    drop(http, "local", ns, "t")
+    assert http.delete(view_url("local", ns, "v")).status_code == 204
+
+    listing = cli(proxy, "list", "--catalog", "local", "--namespace", ns_name)
+    assert listing.returncode == 0, listing.stderr
+    entries = {e["identifier"]["name"]: e for e in json.loads(listing.stdout)}
+    assert {name: e["kind"] for name, e in entries.items()} == {"t": "table", "v": "view"}
+    views_only = json.loads(cli(proxy, "list", "--catalog", "local", "--namespace", ns_name, "--kind", "view").stdout)
+    assert [e["identifier"]["name"] for e in views_only] == ["v"]
+
+    restored = cli(proxy, "restore", entries["t"]["id"], "--catalog", "local", "--to", f"{ns_name}.t_back")
+    assert restored.returncode == 0, restored.stderr
+    assert json.loads(restored.stdout)["identifier"] == to(ns, "t_back")
+    assert http.get(table_url("local", ns, "t_back")).json()["metadata-location"] == table["metadata-location"]
+    again = cli(proxy, "restore", entries["t"]["id"], "--catalog", "local")
+    assert again.returncode == 1 and "No such trash entry" in again.stderr
+
+    expunged = cli(proxy, "expunge", entries["v"]["id"], "--catalog", "local")
+    assert expunged.returncode == 0, expunged.stderr
+    assert entries_in(http, "local", ns) == []
+
+    records = http.get(f"{MGMT}/audit", params={"principal": "cli:operator", "limit": "1000"}).json()["records"]
+    mine = {(r["operation"], r["object"]) for r in records if r["object"] in (f"{ns_name}.t", f"{ns_name}.v")}
+    assert mine == {("trash.restore", f"{ns_name}.t"), ("trash.expunge", f"{ns_name}.v")}
+
+
+def test_expiry_is_audited(http: httpx.Client, ns_name: str) -> None:
+    ns = new_namespace(http, "brief", ns_name)
+    created(http, "brief", ns, "t")
+    drop(http, "brief", ns, "t", purge=True)
+    wait_until(lambda: entries_in(http, "brief", ns) == [], 15, "the entry expired")
+
+    def expired() -> list[dict[str, Any]]:
+        records = http.get(f"{MGMT}/audit", params={"principal": "irc-proxy", "limit": "1000"}).json()["records"]
+        return [r for r in records if r["operation"] == "trash.expire" and r["object"] == f"{ns_name}.t"]
+
+    wait_until(lambda: len(expired()) == 1, 15, "the expiry audited")
+    assert expired()[0]["catalog"] == "brief" and "files purged" in expired()[0]["reason"]
 
 
 # 10. Glue ---------------------------------------------------------------------------------------------------
@@ -607,8 +934,18 @@ def test_glue_drop_goes_to_the_trash_and_restores_with_the_same_metadata(
         assert committed.status_code == 200, committed.text
         location = committed.json()["metadata-location"]
         assert location != table["metadata-location"]
+        glue = aws_client("glue", moto)  # what people set on the Glue table beside Iceberg's metadata
+        current = glue.get_table(DatabaseName=ns_name, Name="events")["Table"]
+        table_input = {key: current[key] for key in ("Name", "TableType", "StorageDescriptor") if key in current}
+        table_input |= {
+            "Description": "click events",
+            "Owner": "data-team",
+            "Parameters": current["Parameters"] | {"team.cost-center": "42"},
+        }
+        glue.update_table(DatabaseName=ns_name, TableInput=table_input)
 
         drop(http, "glue", ns, "events", purge=True)
+        assert glue.get_tables(DatabaseName=ns_name)["TableList"] == []
         assert_error(http.get(table_url("glue", ns, "events")), 404, "NoSuchTableException")
         assert "events" not in table_names(http, "glue", ns)
         entry = only_entry(http, "glue", ns)
@@ -617,9 +954,14 @@ def test_glue_drop_goes_to_the_trash_and_restores_with_the_same_metadata(
 
         back = restore(http, "glue", entry["id"])
         assert back.status_code == 200, back.text
-        assert back.json() == {"identifier": to(ns, "events"), "metadata-location": location}
+        assert back.json() == {"identifier": to(ns, "events"), "kind": "table", "metadata-location": location}
         loaded = http.get(table_url("glue", ns, "events"))
         assert loaded.status_code == 200, loaded.text
         assert loaded.json()["metadata-location"] == location
         assert loaded.json()["metadata"]["properties"]["owner"] == "team"
         assert entries_in(http, "glue", ns) == []
+        entry_back = glue.get_table(DatabaseName=ns_name, Name="events")["Table"]
+        assert (entry_back["Description"], entry_back["Owner"]) == ("click events", "data-team")
+        assert entry_back["Parameters"]["team.cost-center"] == "42"
+        assert entry_back["Parameters"]["metadata_location"] == location
+        assert entry_back["Parameters"]["table_type"] == "ICEBERG"

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from pyiceberg.io import FileIO, load_file_io
 
-from irc_proxy.backends.base import Capability, Listing, PointerSwap, Properties
+from irc_proxy.backends.base import Capability, DroppedTable, Listing, PointerSwap, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable
 
 
@@ -86,10 +86,10 @@ class MemoryBackend:
         self.pointers.update(((s.namespace, s.name), s.new) for s in swaps)
         return True
 
-    async def drop_table_pointer(self, namespace: str, name: str) -> str:
+    async def drop_table_pointer(self, namespace: str, name: str) -> DroppedTable:
         if (namespace, name) not in self.pointers:
             raise NoSuchTable(name)
-        return self.pointers.pop((namespace, name))
+        return DroppedTable(self.pointers.pop((namespace, name)))
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         if (namespace, name) not in self.pointers:
