@@ -5,8 +5,10 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 TEST_STAMP := $(VENV)/.test-deps-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-# Debian packages the Spark end-to-end tests need to build the Iceberg runtime's shim jar.
+# Debian packages the Spark end-to-end tests need to build the Iceberg runtime's shim jar, and the browser
+# the console's tests drive (Playwright uses Debian's chromium, never a downloaded one).
 JAVA_DEBS := libhttpclient5-java libhttpcore5-java libjarjar-java
+BROWSER_DEBS := chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
@@ -32,6 +34,10 @@ system-deps:
 	@if [ ! -f /usr/share/java/httpclient5.jar ] || [ ! -f /usr/share/java/jarjar.jar ] || [ ! -f /usr/share/java/httpcore5-h2.jar ]; then \
 		echo "installing $(JAVA_DEBS) (for the Spark end-to-end tests)"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(JAVA_DEBS) >/dev/null; \
+	fi
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "installing $(BROWSER_DEBS) (for the console's browser tests)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(BROWSER_DEBS) >/dev/null; \
 	fi
 	@command -v java >/dev/null || { echo "java (JDK 17) is required for the Spark tests"; exit 1; }
 

@@ -36,6 +36,7 @@ ORDER = [
     "contention",
     "memory",
     "scan_planning",
+    "console",
     "spark_pipeline",
 ]
 COLUMNS = ("name", "metric", "proxy", "baseline", "ratio", "goal", "result")

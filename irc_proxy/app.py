@@ -63,6 +63,7 @@ from irc_proxy.stores.scan_plans import ScanPlanStore
 from irc_proxy.stores.trash import TrashStore
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
+from irc_proxy.ui.routes import UI_ROUTES
 
 
 def open_state(settings: Settings) -> Engine:
@@ -275,6 +276,7 @@ def create_app(settings: Settings) -> Starlette:
         ),
         *catalog_routes(OPERATIONS),
         *ADMIN_ROUTES,
+        *(UI_ROUTES if settings.server.ui else []),
     ]
     app = CatalogApp(
         middleware=[

@@ -132,6 +132,8 @@ class ServerSettings(_Strict):
     """How long a dropped table stays restorable in the trash (ISO-8601 duration); ``PT0S`` drops at once."""
     trash_expiry_interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 60.0
     """How often each replica expunges expired trash entries (and runs their deferred purges)."""
+    ui: bool = True
+    """Serve the web console at ``/ui`` (same authentication and grants as the REST API)."""
 
     @field_validator("drop_retention")
     @classmethod

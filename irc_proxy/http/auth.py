@@ -12,10 +12,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from urllib.parse import parse_qs, unquote_plus
+from urllib.parse import parse_qs, quote, unquote_plus
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
@@ -23,6 +23,7 @@ from irc_proxy.handling.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authentica
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import NO_STORE, response_for
 from irc_proxy.http.responses import json_response
+from irc_proxy.ui.session import OPEN_UI_PATHS, SESSION_COOKIE, UI_PREFIX, cookie_from_headers
 
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"
@@ -57,6 +58,12 @@ class Authentication:
             if name == b"authorization":
                 authorization = value  # the last one, as a dict of the headers would keep
         token = bearer_token(authorization.decode("latin-1")) if authorization else None
+        console = scope["path"] == UI_PREFIX or scope["path"].startswith(f"{UI_PREFIX}/")
+        if console and token is None:  # the console's pages: the session cookie carries the token
+            token = cookie_from_headers(scope["headers"], SESSION_COOKIE)
+            if scope["path"] in OPEN_UI_PATHS:
+                await self.app(scope, receive, send)
+                return
         principal = ANONYMOUS
         try:
             if token is not None:
@@ -64,6 +71,12 @@ class Authentication:
             elif authenticator.required:
                 raise NotAuthenticated("Authentication required: send an OAuth2 bearer token")
         except NotAuthenticated as exc:
+            if console:  # a person: to the sign-in form, then back here
+                target = quote(
+                    scope["path"] + ("?" + scope["query_string"].decode("latin-1") if scope["query_string"] else "")
+                )
+                await RedirectResponse(f"{UI_PREFIX}/login?next={target}", status_code=303)(scope, receive, send)
+                return
             challenge = 'Bearer realm="irc-proxy"' + (', error="invalid_token"' if token else "")
             response = response_for(Request(scope), exc)
             response.headers["WWW-Authenticate"] = challenge

@@ -1,5 +1,5 @@
-"""The layer order http -> handling -> backends -> stores holds: nothing imports upward or sideways,
-and handling imports no backend implementation (it uses their protocols, ``backends/base.py``)."""
+"""The layer order http (and ui, the console) -> handling -> backends -> stores holds: nothing imports upward or
+sideways, and handling imports no backend implementation (it uses their protocols, ``backends/base.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ IMPLEMENTATIONS = ("irc_proxy.backends.rest", "irc_proxy.backends.local", "irc_p
 """Backends the handling layer knows only by their protocols (``Backend``, ``Upstream``, ...)."""
 FORBIDDEN = {
     "http": ("irc_proxy.backends", "irc_proxy.stores", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
-    "handling": ("irc_proxy.http", "starlette", "boto3", *IMPLEMENTATIONS),
+    "ui": ("irc_proxy.backends", "irc_proxy.stores", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
+    "handling": ("irc_proxy.http", "irc_proxy.ui", "starlette", "boto3", *IMPLEMENTATIONS),
     "backends": ("irc_proxy.http", "irc_proxy.handling", "starlette"),
     "stores": ("irc_proxy.http", "irc_proxy.handling", "irc_proxy.backends", "starlette"),
 }

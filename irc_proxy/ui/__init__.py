@@ -1,0 +1,1 @@
+"""The web console at /ui: server-rendered pages over the handling layer."""

@@ -1,0 +1,33 @@
+"""The console's routes under ``/ui`` (``server.ui = false`` leaves them out) and its one stylesheet."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from irc_proxy.ui import pages
+from irc_proxy.ui.session import UI_PREFIX
+
+STYLESHEET = files("irc_proxy.ui").joinpath("static/console.css").read_bytes()
+
+
+async def stylesheet(request: Request) -> Response:
+    return Response(STYLESHEET, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+
+NS = f"{UI_PREFIX}/catalogs/{{prefix}}/namespaces/{{namespace}}"
+UI_ROUTES: list[BaseRoute] = [
+    Route(UI_PREFIX, pages.root, methods=["GET"]),
+    Route(f"{UI_PREFIX}/static/console.css", stylesheet, methods=["GET"]),
+    Route(f"{UI_PREFIX}/login", pages.login_form, methods=["GET"]),
+    Route(f"{UI_PREFIX}/login", pages.login, methods=["POST"]),
+    Route(f"{UI_PREFIX}/logout", pages.logout, methods=["POST"]),
+    Route(f"{UI_PREFIX}/catalogs", pages.catalogs_page, methods=["GET"]),
+    Route(f"{UI_PREFIX}/catalogs/{{prefix}}", pages.namespace_page, methods=["GET"]),
+    Route(NS, pages.namespace_page, methods=["GET"]),
+    Route(f"{NS}/tables/{{table}}", pages.table_page, methods=["GET"]),
+    Route(f"{NS}/views/{{view}}", pages.view_page, methods=["GET"]),
+]

@@ -1,0 +1,204 @@
+"""The console at /ui over HTTP (no browser: tests/e2e/test_ui_browser.py drives Chromium): sign-in and the
+session cookie, CSRF, the security headers, the same grants as the REST API, error pages, escaping.
+
+Served in-process with ``oauth2`` (a bootstrap admin ``root`` and principals made through the admin API)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from irc_proxy.handling.authn import hash_secret
+from tests.support.in_process import InProcessProxy, ServeInProcess
+from tests.support.rest import SCHEMA, make_principal, ns_path, token_of
+
+ROOT_SECRET = "root-secret-for-the-console"
+CONFIG = f'''
+[auth]
+mode = "oauth2"
+admins = ["root"]
+grants_cache_seconds = 0
+[[auth.clients]]
+id = "root"
+secret_hash = "{hash_secret(ROOT_SECRET)}"
+principal = "root"
+[catalogs.local]
+kind = "local"
+[catalogs.other]
+kind = "local"
+'''
+VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def view_version(sql: str) -> dict[str, Any]:
+    return {
+        "version-id": 1,
+        "timestamp-ms": 1_700_000_000_000,
+        "schema-id": 0,
+        "summary": {"engine-name": "spark"},
+        "representations": [{"type": "sql", "sql": sql, "dialect": "spark"}],
+        "default-namespace": ["sales"],
+    }
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessProxy]:
+    from tests.support.in_process import in_process
+
+    with in_process(tmp_path_factory.mktemp("ui"), CONFIG) as served:
+        with served.client(timeout=60) as anonymous:
+            token = token_of(anonymous, "root", ROOT_SECRET)
+        with served.client(timeout=60, headers={"Authorization": f"Bearer {token}"}) as root:
+            for ns in (["sales"], ["sales", "eu"], ["hr"]):
+                assert root.post("/v1/local/namespaces", json={"namespace": ns}).status_code == 200
+            body = {"name": "orders", "schema": SCHEMA, "properties": {"note": "<script>alert(1)</script>"}}
+            assert root.post(f"/v1/local/namespaces/{ns_path('sales', 'eu')}/tables", json=body).status_code == 200
+            assert (
+                root.post("/v1/local/namespaces/hr/tables", json={"name": "salaries", "schema": SCHEMA}).status_code
+                == 200
+            )
+            view = {
+                "name": "v",
+                "schema": VIEW_SCHEMA,
+                "view-version": view_version("select 1 as id"),
+                "properties": {},
+            }
+            created = root.post("/v1/local/namespaces/sales/views", json=view)
+            assert created.status_code == 200, created.text
+            change = {
+                "requirements": [{"type": "assert-view-uuid", "uuid": created.json()["metadata"]["view-uuid"]}],
+                "updates": [
+                    {"action": "add-view-version", "view-version": view_version("select 1 as id\nfrom orders")},
+                    {"action": "set-current-view-version", "view-version-id": -1},
+                ],
+            }
+            assert root.post("/v1/local/namespaces/sales/views/v", json=change).status_code == 200
+            reader = make_principal(root, "reader", {"privilege": "table.read", "namespace": ["sales"]})
+            reader_lister = {"privilege": "table.list", "namespace": ["sales"]}
+            assert (
+                root.post(
+                    "/management/v1/roles/reader-role/grants", json={"catalog": "local"} | reader_lister
+                ).status_code
+                == 201
+            )
+        served.reader = reader  # type: ignore[attr-defined]
+        yield served
+
+
+def csrf_of(page: httpx.Response) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert found, page.text
+    return found.group(1)
+
+
+@contextmanager
+def signed_in(proxy: InProcessProxy, client_id: str, secret: str) -> Iterator[httpx.Client]:
+    with proxy.client(timeout=60) as browser:
+        yield sign_in(browser, client_id, secret)
+
+
+def sign_in(browser: httpx.Client, client_id: str, secret: str) -> httpx.Client:
+    form = browser.get("/ui/login")
+    answer = browser.post(
+        "/ui/login",
+        data={"csrf": csrf_of(form), "client_id": client_id, "client_secret": secret, "next": "/ui/catalogs"},
+    )
+    assert answer.status_code == 303, answer.text
+    return browser
+
+
+def test_pages_need_a_session_and_send_people_to_the_sign_in_form(proxy: InProcessProxy) -> None:
+    with proxy.client(timeout=60) as browser:
+        answer = browser.get("/ui/catalogs/local/namespaces/sales?namespaces=x")
+        assert answer.status_code == 303
+        assert answer.headers["location"] == "/ui/login?next=/ui/catalogs/local/namespaces/sales%3Fnamespaces%3Dx"
+        form = browser.get("/ui/login")
+        assert form.status_code == 200 and 'name="client_secret"' in form.text
+        assert browser.get("/ui/static/console.css").status_code == 200
+        garbage = browser.get("/ui/catalogs", headers={"Cookie": "irc_ui_session=not-a-token"})
+        assert garbage.status_code == 303
+
+
+def test_sign_in_sets_a_strict_http_only_cookie_and_rejects_bad_secrets_and_missing_csrf(proxy: InProcessProxy) -> None:
+    with proxy.client(timeout=60) as browser:
+        form = browser.get("/ui/login")
+        token = csrf_of(form)
+        cookie = form.headers["set-cookie"]
+        assert (
+            "irc_ui_csrf=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
+        )
+        wrong = browser.post("/ui/login", data={"csrf": token, "client_id": "root", "client_secret": "nope"})
+        assert (
+            wrong.status_code == 401
+            and "wrong secret" in wrong.text
+            and "irc_ui_session" not in wrong.headers.get("set-cookie", "")
+        )
+        assert "nope" not in wrong.text
+        forged = browser.post("/ui/login", data={"csrf": "x" * 43, "client_id": "root", "client_secret": ROOT_SECRET})
+        assert forged.status_code == 403 and "CSRF" in forged.text
+        evil = browser.post(
+            "/ui/login",
+            data={"csrf": token, "client_id": "root", "client_secret": ROOT_SECRET, "next": "//evil.example/x"},
+        )
+        assert evil.status_code == 303 and evil.headers["location"] == "/ui/"
+        session = evil.headers["set-cookie"]
+        assert session.startswith("irc_ui_session=") and "HttpOnly" in session and "SameSite=strict" in session
+        assert "Path=/ui" in session and "Max-Age=" in session
+        page = browser.get("/ui/catalogs")
+        assert page.status_code == 200 and "root" in page.text
+        csp = page.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src" not in csp and "frame-ancestors 'none'" in csp
+        assert page.headers["cache-control"] == "no-store" and page.headers["x-content-type-options"] == "nosniff"
+
+        no_csrf = browser.post("/ui/logout", data={})
+        assert no_csrf.status_code == 403
+        out = browser.post("/ui/logout", data={"csrf": token})
+        assert out.status_code == 303 and 'irc_ui_session=""' in out.headers["set-cookie"]
+
+
+def test_an_admin_browses_catalogs_namespaces_a_table_and_a_view_with_a_diff(proxy: InProcessProxy) -> None:
+    with signed_in(proxy, "root", ROOT_SECRET) as browser:
+        catalogs = browser.get("/ui/catalogs").text
+        assert ">local</a>" in catalogs and ">other</a>" in catalogs and "ok" in catalogs
+        top = browser.get("/ui/catalogs/local").text
+        assert ">sales</a>" in top and ">hr</a>" in top
+        sales = browser.get("/ui/catalogs/local/namespaces/sales").text
+        assert ">eu</a>" in sales and ">v</a>" in sales
+        table = browser.get(f"/ui/catalogs/local/namespaces/{ns_path('sales', 'eu')}/tables/orders")
+        assert table.status_code == 200, table.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in table.text and "<script>" not in table.text
+        assert "No snapshots yet." in table.text
+        view = browser.get("/ui/catalogs/local/namespaces/sales/views/v")
+        assert view.status_code == 200, view.text
+        assert 'class="added">+ from orders</span>' in view.text  # version 1 -> 2
+        again = browser.get("/ui/catalogs/local/namespaces/sales/views/v", params={"from": "2", "to": "1"})
+        assert 'class="removed">- from orders</span>' in again.text
+        bad = browser.get("/ui/catalogs/local/namespaces/sales/views/v", params={"from": "1", "to": "9"})
+        assert bad.status_code == 400 and "No such view version" in bad.text
+
+
+def test_a_reader_sees_only_what_its_grants_let_it_list_and_read(proxy: InProcessProxy) -> None:
+    with signed_in(proxy, *proxy.reader) as browser:  # type: ignore[attr-defined]
+        catalogs = browser.get("/ui/catalogs").text
+        assert ">local</a>" in catalogs and ">other</a>" not in catalogs
+        top = browser.get("/ui/catalogs/local").text
+        assert ">sales</a>" in top and ">hr</a>" not in top
+        assert browser.get(f"/ui/catalogs/local/namespaces/{ns_path('sales', 'eu')}/tables/orders").status_code == 200
+        refused = browser.get("/ui/catalogs/local/namespaces/hr/tables/salaries")
+        assert refused.status_code == 403 and "table.read" in refused.text
+        missing = browser.get("/ui/catalogs/local/namespaces/sales/tables/nope")
+        assert missing.status_code == 404 and "does not exist" in missing.text
+        assert browser.get("/ui/catalogs/local/namespaces/hr").status_code == 403
+        assert browser.get("/ui/catalogs/other").status_code == 403
+
+
+def test_the_console_can_be_turned_off(serve_in_process: ServeInProcess) -> None:
+    served = serve_in_process("[server]\nui = false\n", "ui-off")
+    with served.client(timeout=60) as browser:
+        assert browser.get("/ui/catalogs").status_code == 404
+        assert browser.get("/v1/config").status_code == 200
