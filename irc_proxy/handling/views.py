@@ -175,6 +175,10 @@ class Views:
             raise no_such_view(ident)
         return self._loaded_engine_view(engine_view)
 
+    async def version_authors(self, ident: TableIdent) -> dict[int, str]:
+        """Who made each version of a stored view (none for another engine's view)."""
+        return await self._store.version_authors(self._catalog, self._codec.to_flat(ident.namespace), ident.name)
+
     async def exists(self, ident: TableIdent) -> None:
         flat = self._codec.to_flat(ident.namespace)
         if not await self._store.exists(self._catalog, flat, ident.name) and not await engine_view_exists(

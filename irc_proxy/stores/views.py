@@ -62,6 +62,20 @@ class ViewStore(TransactionalStore):
 
         return await self._run(load)
 
+    async def version_authors(self, catalog: str, namespace: str, name: str) -> dict[int, str]:
+        """Who made each version of the view (the principal of the commit that added it)."""
+
+        def query(session: Session) -> dict[int, str]:
+            row = self._row(session, catalog, namespace, name)
+            if row is None:
+                return {}
+            stmt = select(ViewVersionRow.version_id, ViewVersionRow.created_by).where(
+                col(ViewVersionRow.view_id) == row.id
+            )
+            return {version_id: author for version_id, author in session.execute(stmt)}
+
+        return await self._run(query)
+
     async def exists(self, catalog: str, namespace: str, name: str) -> bool:
         return await self._run(lambda session: self._row(session, catalog, namespace, name) is not None)
 

@@ -97,7 +97,7 @@ def page(operation: str) -> Callable[[Page], Page]:
     return wrap
 
 
-async def _form(request: Request) -> dict[str, str]:
+async def form_fields(request: Request) -> dict[str, str]:
     """A urlencoded form (the console posts nothing else; the body size is bounded by the middleware)."""
     if not await request.body():
         return {}
@@ -108,6 +108,9 @@ async def _form(request: Request) -> dict[str, str]:
     except UnicodeDecodeError:
         raise BadRequest("The form is not valid UTF-8") from None
     return {key: values[0] for key, values in fields.items()}
+
+
+_form = form_fields  # the name the admin pages may still use
 
 
 def _page_request(request: Request, key: str) -> PageRequest:
@@ -125,7 +128,7 @@ async def login_form(request: Request) -> Response:
 async def login(request: Request) -> Response:
     """``oauth2``: the client-credentials grant; the token becomes the session cookie."""
     parsing.context(request).audit.name("ui.login")
-    form = await _form(request)
+    form = await form_fields(request)
     target = safe_next(form.get("next", ""))
     try:
         check_csrf(request, str(form.get("csrf", "")))
@@ -150,7 +153,7 @@ async def login(request: Request) -> Response:
 async def logout(request: Request) -> Response:
     parsing.context(request).audit.name("ui.logout")
     try:
-        check_csrf(request, (await _form(request)).get("csrf", ""))
+        check_csrf(request, (await form_fields(request)).get("csrf", ""))
     except CatalogError as exc:
         status, kind = classify(exc)
         return render(request, "error.html", status, status=status, kind=kind, message=exc.message)
@@ -276,6 +279,7 @@ async def view_page(request: Request) -> Response:
     ids = [v.version_id for v in versions]
     old, new = _version_pair(request, ids, metadata.current_version_id)
     current = next(v for v in versions if v.version_id == metadata.current_version_id)
+    authors = await catalog.require_views().version_authors(ident)
     diff = {}
     if old is not None and new is not None:
         diff = await request.state.threads.run(models.version_diff, metadata, old, new)
@@ -289,6 +293,7 @@ async def view_page(request: Request) -> Response:
         current=current,
         current_sql=models.sql_of(current),
         versions=list(reversed(versions)),
+        authors=authors,
         old=old,
         new=new,
         diff=diff,

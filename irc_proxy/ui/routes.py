@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 
 from irc_proxy.ui import pages
 from irc_proxy.ui.session import UI_PREFIX
+from irc_proxy.ui.trash_pages import TRASH_UI_ROUTES
 
 STYLESHEET = files("irc_proxy.ui").joinpath("static/console.css").read_bytes()
 
@@ -30,4 +31,5 @@ UI_ROUTES: list[BaseRoute] = [
     Route(NS, pages.namespace_page, methods=["GET"]),
     Route(f"{NS}/tables/{{table}}", pages.table_page, methods=["GET"]),
     Route(f"{NS}/views/{{view}}", pages.view_page, methods=["GET"]),
+    *TRASH_UI_ROUTES,
 ]

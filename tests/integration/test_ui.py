@@ -202,3 +202,33 @@ def test_the_console_can_be_turned_off(serve_in_process: ServeInProcess) -> None
     with served.client(timeout=60) as browser:
         assert browser.get("/ui/catalogs").status_code == 404
         assert browser.get("/v1/config").status_code == 200
+
+
+def test_a_view_page_names_who_made_each_version(proxy: InProcessProxy) -> None:
+    with signed_in(proxy, "root", ROOT_SECRET) as browser:
+        page = browser.get("/ui/catalogs/local/namespaces/sales/views/v").text
+        assert page.count('<td class="author">root</td>') == 2
+
+
+def test_the_trash_page_lists_what_the_caller_could_drop_and_restores_from_a_form(proxy: InProcessProxy) -> None:
+    with proxy.client(timeout=60) as anonymous:
+        token = token_of(anonymous, "root", ROOT_SECRET)
+    with proxy.client(timeout=60, headers={"Authorization": f"Bearer {token}"}) as root:
+        body = {"name": "dropped_one", "schema": SCHEMA}
+        assert root.post("/v1/local/namespaces/hr/tables", json=body).status_code == 200
+        assert root.delete("/v1/local/namespaces/hr/tables/dropped_one").status_code == 204
+    with signed_in(proxy, "root", ROOT_SECRET) as browser:
+        page = browser.get("/ui/catalogs/local/trash")
+        assert page.status_code == 200 and "<code>hr.dropped_one</code>" in page.text
+        action = re.search(r'action="(/ui/catalogs/local/trash/[0-9a-f]+/restore)"', page.text)
+        assert action, page.text
+        forged = browser.post(action.group(1), data={"csrf": "x" * 43})
+        assert forged.status_code == 403 and "CSRF" in forged.text
+        moved = browser.post(action.group(1), data={"csrf": csrf_of(page), "namespace": "sales", "name": "kept"})
+        assert moved.status_code == 303
+        assert moved.headers["location"] == "/ui/catalogs/local/namespaces/sales/tables/kept"
+        assert browser.get(moved.headers["location"]).status_code == 200
+        assert "dropped_one" not in browser.get("/ui/catalogs/local/trash").text
+    with signed_in(proxy, *proxy.reader) as browser:  # type: ignore[attr-defined]
+        assert browser.get("/ui/catalogs/local/trash").status_code == 200
+        assert "Nothing in the trash that you could have dropped." in browser.get("/ui/catalogs/local/trash").text
