@@ -376,6 +376,13 @@ class OidcSettings(_Strict):
     jwks_cache_seconds: Annotated[int, Field(ge=0, le=86_400)] = 3600
     jwks_min_refresh_seconds: Annotated[int, Field(ge=0, le=3600)] = 30
     timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 10.0
+    console_client_id: str = ""
+    """The console's client at the identity provider (authorization code + PKCE, redirect URI
+    ``<scheme>://<host>/ui/oidc/callback``); empty: the console offers no sign-in."""
+    console_client_secret: SecretStr | None = None
+    """A confidential console client's secret, sent to the token endpoint (HTTP Basic); never logged or shown."""
+    console_scope: str = "openid"
+    """Scopes the console asks for; the access token must still carry ``audience`` to be accepted."""
 
 
 class AuthSettings(_Strict):

@@ -45,7 +45,7 @@ PARSED_BYTES_PER_JSON_BYTE = 6
 def metadata_version(location: str) -> int:
     """The version number at the start of a metadata file name (``00012-<uuid>...``), or -1."""
     head = location.rsplit("/", 1)[-1].split("-", 1)[0]
-    return int(head) if head.isdigit() else -1
+    return int(head) if (head.isascii() and head.isdigit()) else -1
 
 
 def new_metadata_location(metadata: TableMetadata, version: int) -> str:

@@ -153,7 +153,7 @@ class ScanPlanning:
         if not isinstance(plan_task, str):
             raise BadRequest("Invalid fetchScanTasks request: plan-task must be a string")
         plan_id, _, index_text = plan_task.rpartition(":")
-        if not plan_id or not index_text.isdigit() or len(index_text) > 9:
+        if not plan_id or not (index_text.isascii() and index_text.isdigit()) or len(index_text) > 9:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
         try:
             plan = await self._owned(access, catalog, ident, plan_id)

@@ -226,7 +226,7 @@ async def add_grant(request: Request) -> Response:
 
 async def revoke_grant(request: Request) -> Response:
     raw = request.path_params["grant"]
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise BadRequest(f"Invalid grant id: {raw!r}")
     await access.authorizer(request).store.revoke(_path_name(request, "role"), int(raw))
     _changed(request)
@@ -246,13 +246,14 @@ def _time(request: Request, key: str) -> datetime.datetime | None:
         moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         raise BadRequest(f"Invalid {key}: {raw!r} (expected ISO 8601)") from None
-    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment
+    # In UTC: SQLite compares the stored UTC text, so an offset left on the bound would shift the window.
+    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment.astimezone(datetime.UTC)
 
 
 async def query_audit(request: Request) -> Response:
     """``GET /management/v1/audit?since=&until=&principal=&object=&limit=``, newest first."""
     raw_limit = request.query_params.get("limit", "100")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 10_000:
+    if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= 10_000:
         raise BadRequest(f"Invalid limit: {raw_limit!r} (1 to 10000)")
     records = await request.state.audit_reader.query(
         since=_time(request, "since"),
@@ -346,7 +347,8 @@ async def list_trash(request: Request) -> Response:
         dropped_by=query.get("dropped-by"),
     )
     size, token = query.get("page-size", "100"), query.get("page-token") or "0"
-    if not size.isdigit() or not 1 <= int(size) <= 1000 or not token.isdigit() or len(token) > 12:
+    valid = size.isascii() and size.isdigit() and token.isascii() and token.isdigit() and len(token) <= 12
+    if not valid or not 1 <= int(size) <= 1000:
         raise BadRequest("Invalid page: page-size must be 1..1000 and page-token one this API returned")
     entries, next_offset = await trash_ops.list_entries(checks, trash, catalog, which, int(token), int(size))
     body: dict[str, Any] = {"entries": [e.to_json() for e in entries]}

@@ -156,10 +156,11 @@ class BodyLimit:
                 declared = value
             elif name == b"transfer-encoding":
                 chunked = True
-        if declared.isdigit() and int(declared) > self.limit:
+        declared_length = declared.isascii() and declared.isdigit()
+        if declared_length and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
             return
-        if not chunked and (declared.isdigit() or (not declared and scope.get("http_version") in _HTTP1)):
+        if not chunked and (declared_length or (not declared and scope.get("http_version") in _HTTP1)):
             # The server enforces the declared length (HTTP/1.1 framing; HTTP/2 checks it too).
             await self.app(scope, receive, send)
             return

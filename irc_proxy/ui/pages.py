@@ -25,7 +25,7 @@ from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.paging import PageRequest
 from irc_proxy.http import access, parsing
 from irc_proxy.http.errors import classify
-from irc_proxy.ui import charts, models
+from irc_proxy.ui import charts, loading, models
 from irc_proxy.ui.session import (
     UI_PREFIX,
     check_csrf,
@@ -73,6 +73,7 @@ def render(request: Request, template: str, code: int = 200, **values: Any) -> R
     """The page, with the security headers and (for pages with forms) the CSRF cookie."""
     context = parsing.context(request)
     values |= {"principal": context.principal, "csrf": csrf_token(request), "prefix": UI_PREFIX}
+    values.setdefault("is_admin", context.grants is not None and context.grants.admin)
     values.setdefault("auth_mode", request.state.settings.auth.mode)
     response = TEMPLATES.TemplateResponse(request, template, values, status_code=code, headers=SECURITY_HEADERS)
     remember_csrf(response, request)
@@ -86,6 +87,7 @@ def page(operation: str) -> Callable[[Page], Page]:
         async def endpoint(request: Request) -> Response:
             parsing.context(request).audit.name(f"ui.{operation}")
             try:
+                await access.of(request, catalog="").grants()  # looked up once: the header shows admins their pages
                 return await handler(request)
             except CatalogError as exc:
                 status, kind = classify(exc)
@@ -196,6 +198,10 @@ async def _listed(request: Request, catalog: Catalog, operation: str, namespace:
         await policy.authorize(access.of(request), catalog, operation, policy.Requested(namespace=namespace))
     except Forbidden:
         return None
+    token = request.query_params.get(key)
+    forwarded = await loading.forwarded_listing(request, catalog, operation, namespace, token, PAGE_SIZE)
+    if forwarded is not None:
+        return forwarded
     page_request = _page_request(request, key)
     if operation == "listNamespaces":
         return await namespace_ops.list_namespaces(context, catalog, namespace, page_request)
@@ -234,8 +240,7 @@ async def table_page(request: Request) -> Response:
     """A table: schema and its history, partitioning, sort orders, refs, metadata log and charts."""
     catalog, ident = parsing.catalog(request), parsing.table_param(request)
     await _authorize(request, catalog, "loadTable", ident)
-    loaded = await catalog.tables.load(ident)
-    metadata = loaded.metadata
+    metadata_location, metadata = await loading.load_table(request, catalog, ident)
     snapshots = sorted(metadata.snapshots, key=lambda s: s.timestamp_ms)
 
     def drawn() -> dict[str, Any]:  # thousands of snapshots or schemas: off the event loop
@@ -246,7 +251,7 @@ async def table_page(request: Request) -> Response:
             "sizes": charts.size_over_time(snapshots),
         }
 
-    key = loaded.metadata_location or ""
+    key = metadata_location
     values = _DRAWN.get(key) if key else None
     if values is None:
         values = await request.state.threads.run(drawn)
@@ -261,7 +266,7 @@ async def table_page(request: Request) -> Response:
         "table.html",
         catalog=catalog.name,
         ident=ident,
-        location=loaded.metadata_location,
+        location=metadata_location,
         metadata=metadata,
         snapshots=list(reversed(snapshots))[:PAGE_SIZE],
         **values,
@@ -273,13 +278,12 @@ async def view_page(request: Request) -> Response:
     """A view: the current SQL per dialect, its versions (who, when) and the diff of two of them."""
     catalog, ident = parsing.catalog(request), parsing.table_param(request, "view")
     await _authorize(request, catalog, "loadView", ident)
-    view = await view_ops.load_view(catalog, ident)
-    metadata = view.metadata
+    location, metadata, stored_here = await loading.load_view(request, catalog, ident)
     versions = sorted(metadata.versions, key=lambda v: v.version_id)
     ids = [v.version_id for v in versions]
     old, new = _version_pair(request, ids, metadata.current_version_id)
     current = next(v for v in versions if v.version_id == metadata.current_version_id)
-    authors = await catalog.require_views().version_authors(ident)
+    authors = await catalog.require_views().version_authors(ident) if stored_here else {}
     diff = {}
     if old is not None and new is not None:
         diff = await request.state.threads.run(models.version_diff, metadata, old, new)
@@ -288,7 +292,7 @@ async def view_page(request: Request) -> Response:
         "view.html",
         catalog=catalog.name,
         ident=ident,
-        location=view.metadata_location,
+        location=location,
         metadata=metadata,
         current=current,
         current_sql=models.sql_of(current),

@@ -21,8 +21,10 @@ from irc_proxy.errors import Forbidden
 UI_PREFIX = "/ui"
 SESSION_COOKIE = "irc_ui_session"
 CSRF_COOKIE = "irc_ui_csrf"
-OPEN_UI_PATHS = frozenset({f"{UI_PREFIX}/login", f"{UI_PREFIX}/static/console.css"})
-"""Pages anyone may fetch: the sign-in form and the stylesheet."""
+OPEN_UI_PATHS = frozenset(
+    {f"{UI_PREFIX}/login", f"{UI_PREFIX}/static/console.css", f"{UI_PREFIX}/oidc/start", f"{UI_PREFIX}/oidc/callback"}
+)
+"""Pages anyone may fetch: the sign-in form, the OIDC sign-in's start and callback, and the stylesheet."""
 
 
 def cookie_from_headers(headers: list[tuple[bytes, bytes]], name: str) -> str | None:

@@ -28,7 +28,7 @@ async def trash_page(request: Request) -> Response:
     """The entries the caller could have dropped, newest first, each with a restore form."""
     catalog = parsing.catalog(request)
     offset_text = request.query_params.get("offset", "0")
-    if not offset_text.isdigit() or len(offset_text) > 9:
+    if not (offset_text.isascii() and offset_text.isdigit()) or len(offset_text) > 9:
         raise BadRequest("Invalid offset: a page offset this console gave")
     offset = int(offset_text)
     checks = access.of(request)

@@ -82,3 +82,10 @@ def test_a_dropped_view_is_kept_and_restored_with_every_version(client: httpx.Cl
     assert restored.status_code == 200, restored.text
     assert restored.json()["kind"] == "view"
     assert client.get(url).json() == before
+
+
+@pytest.mark.needs("trash")
+def test_non_ascii_digits_in_paging_are_a_400_not_a_500(client: httpx.Client) -> None:
+    for params in ({"page-size": "\u00b2"}, {"page-token": "\u00b2"}, {"page-size": "\u0663"}):
+        assert_error(client.get(TRASH, params=params), 400, "BadRequestException", "page-size")
+    assert_error(client.get("/management/v1/audit", params={"limit": "\u00b2"}), 400, "BadRequestException")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
@@ -207,3 +208,29 @@ def test_cli_query_filters(tmp_path: Path) -> None:
         check=False,
     )
     assert "loadNamespaceMetadata" in text.stdout and "404" in text.stdout
+
+
+def test_the_api_reads_since_and_until_with_an_offset_as_the_same_instant(tmp_path: Path) -> None:
+    proxy = ProxyProcess(tmp_path).start()
+    try:
+        with httpx.Client(base_url=proxy.url, timeout=30) as client:
+            for name in ("a", "b", "c"):
+                client.post("/v1/namespaces", json={"namespace": [f"off_{name}_{uuid.uuid4().hex[:6]}"]})
+
+            def records(**params: str) -> list[str]:
+                listed = client.get("/management/v1/audit", params=params | {"principal": "anonymous"})
+                assert listed.status_code == 200, listed.text
+                return [r["request_id"] for r in listed.json()["records"] if r["operation"] == "createNamespace"]
+
+            deadline = time.monotonic() + 15
+            while len(records()) < 3:
+                assert time.monotonic() < deadline, "the audit records were not written"
+                time.sleep(0.2)
+            middle = client.get("/management/v1/audit", params={"limit": "1000"}).json()["records"]
+            moment = [r["time"] for r in middle if r["operation"] == "createNamespace"][1]
+            utc = datetime.datetime.fromisoformat(moment.replace("Z", "+00:00"))
+            shifted = utc.astimezone(datetime.timezone(datetime.timedelta(hours=2))).isoformat()
+            assert records(since=shifted) == records(since=moment) and len(records(since=moment)) == 2
+            assert records(until=shifted) == records(until=moment) and len(records(until=moment)) == 1
+    finally:
+        proxy.stop()

@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from irc_proxy.handling.authn import hash_secret
+from tests.support.federation import rest_catalog, start_front, start_remote
+from tests.support.federation import token as federation_token
 from tests.support.in_process import InProcessProxy, ServeInProcess
 from tests.support.rest import SCHEMA, make_principal, ns_path, token_of
 
@@ -165,6 +167,7 @@ def test_an_admin_browses_catalogs_namespaces_a_table_and_a_view_with_a_diff(pro
     with signed_in(proxy, "root", ROOT_SECRET) as browser:
         catalogs = browser.get("/ui/catalogs").text
         assert ">local</a>" in catalogs and ">other</a>" in catalogs and "ok" in catalogs
+        assert 'class="admin-link" href="/ui/admin/principals"' in catalogs
         top = browser.get("/ui/catalogs/local").text
         assert ">sales</a>" in top and ">hr</a>" in top
         sales = browser.get("/ui/catalogs/local/namespaces/sales").text
@@ -185,7 +188,7 @@ def test_an_admin_browses_catalogs_namespaces_a_table_and_a_view_with_a_diff(pro
 def test_a_reader_sees_only_what_its_grants_let_it_list_and_read(proxy: InProcessProxy) -> None:
     with signed_in(proxy, *proxy.reader) as browser:  # type: ignore[attr-defined]
         catalogs = browser.get("/ui/catalogs").text
-        assert ">local</a>" in catalogs and ">other</a>" not in catalogs
+        assert ">local</a>" in catalogs and ">other</a>" not in catalogs and "admin-link" not in catalogs
         top = browser.get("/ui/catalogs/local").text
         assert ">sales</a>" in top and ">hr</a>" not in top
         assert browser.get(f"/ui/catalogs/local/namespaces/{ns_path('sales', 'eu')}/tables/orders").status_code == 200
@@ -232,3 +235,37 @@ def test_the_trash_page_lists_what_the_caller_could_drop_and_restores_from_a_for
     with signed_in(proxy, *proxy.reader) as browser:  # type: ignore[attr-defined]
         assert browser.get("/ui/catalogs/local/trash").status_code == 200
         assert "Nothing in the trash that you could have dropped." in browser.get("/ui/catalogs/local/trash").text
+
+
+def test_a_federated_catalogs_tables_and_views_are_loaded_from_its_remote_catalog(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    remote = start_remote(tmp_path_factory.mktemp("ui-remote"))
+    front = start_front(tmp_path_factory.mktemp("ui-front"), rest_catalog("fed", remote.url))
+    try:
+        upstream = httpx.Client(
+            base_url=remote.url, headers={"Authorization": f"Bearer {federation_token(remote.url)}"}
+        )
+        with upstream:
+            assert upstream.post("/v1/local/namespaces", json={"namespace": ["a"]}).status_code == 200
+            table = upstream.post("/v1/local/namespaces/a/tables", json={"name": "t", "schema": SCHEMA})
+            assert table.status_code == 200
+            view = {
+                "name": "v",
+                "schema": VIEW_SCHEMA,
+                "view-version": view_version("select 7 as id"),
+                "properties": {},
+            }
+            assert upstream.post("/v1/local/namespaces/a/views", json=view).status_code == 200
+        with httpx.Client(base_url=front.url, timeout=60) as browser:
+            listed = browser.get("/ui/catalogs/fed/namespaces/a").text
+            assert ">t</a>" in listed and ">v</a>" in listed
+            page = browser.get("/ui/catalogs/fed/namespaces/a/tables/t")
+            assert page.status_code == 200 and table.json()["metadata-location"] in page.text
+            shown = browser.get("/ui/catalogs/fed/namespaces/a/views/v")
+            assert shown.status_code == 200 and "select 7 as id" in shown.text
+            missing = browser.get("/ui/catalogs/fed/namespaces/a/tables/nope")
+            assert missing.status_code == 404 and "nope" in missing.text
+    finally:
+        front.stop()
+        remote.stop()

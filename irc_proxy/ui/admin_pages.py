@@ -1,0 +1,298 @@
+"""The console's admin pages, for administrators only (the rule of ``/management/v1``): principals, roles
+and their grants, and the audit trail.
+
+Adding or revoking a grant takes two CSRF-checked POSTs: the first shows what would change
+(``admin_confirm.html``), only the second (``confirm=yes``) changes it, then redirects back to the role
+(Post/Redirect/Get). Grants are validated by ``authz.grant_target`` as the management API does, and a
+change clears this replica's grants cache as it does. Nothing secret is shown (credentials: yes or no).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote, urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from irc_proxy.errors import BadRequest, NotFound
+from irc_proxy.handling.authz import ANY_CATALOG, Privilege, Securable, StoredGrant, grant_target, to_grant
+from irc_proxy.http import access, parsing
+from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, Page, form_fields, page, render
+from irc_proxy.ui.session import UI_PREFIX, check_csrf
+
+ADMIN = f"{UI_PREFIX}/admin"
+AUDIT_SCAN = PAGE_SIZE * 10
+"""Most audit records one page reads (operation and decision are filtered here, not in the query)."""
+MAX_FILTER = 255
+GRANT_FIELDS = ("privilege", "catalog", "namespace", "kind", "name")
+KINDS = ("", "table", "view")
+DECISIONS = ("", "allowed", "denied")
+STEP = datetime.timedelta(microseconds=1)
+
+
+def admin_page(operation: str) -> Callable[[Page], Page]:
+    """``page("admin.<operation>")`` for administrators only (others get the 403 page), audited on its path."""
+
+    def wrap(handler: Page) -> Page:
+        async def guarded(request: Request) -> Response:
+            parsing.context(request).audit.object = unquote(str(request.scope["path"]).removeprefix(f"{ADMIN}/"))
+            await access.require_admin(request)
+            return await handler(request)
+
+        guarded.__name__ = handler.__name__
+        return page(f"admin.{operation}")(guarded)
+
+    return wrap
+
+
+def _is_id(raw: str) -> bool:
+    """A row id: ASCII digits only (``"²".isdigit()`` holds, ``int("²")`` fails)."""
+    return raw.isascii() and raw.isdigit() and len(raw) <= 18
+
+
+def _role(request: Request) -> str:
+    """The ``{role}`` path segment, decoded (as the management API's)."""
+    return unquote(request.path_params["role"])
+
+
+def _role_url(role: str) -> str:
+    return f"{ADMIN}/roles/{quote(role, safe='')}"
+
+
+# Principals and roles --------------------------------------------------------------------------------------
+@admin_page("principals")
+async def principals_page(request: Request) -> Response:
+    """Every principal: its roles, whether it has credentials (never the secret or its hash), when made."""
+    principals = await access.authorizer(request).store.principals()
+    return render(request, "admin_principals.html", principals=principals)
+
+
+@admin_page("roles")
+async def roles_page(request: Request) -> Response:
+    """Every role with its number of grants and the principals assigned to it."""
+    store = access.authorizer(request).store
+    roles, grants, principals = await store.roles(), await store.grants(), await store.principals()
+    rows = [
+        {
+            "name": role,
+            "grants": sum(1 for g in grants if g.role == role),
+            "holders": [p.name for p in principals if role in p.roles],
+        }
+        for role in roles
+    ]
+    return render(request, "admin_roles.html", roles=rows)
+
+
+@admin_page("role")
+async def role_page(request: Request) -> Response:
+    """A role's grants, each with a revoke form, and the form adding one."""
+    role = _role(request)
+    grants = await access.authorizer(request).store.grants(role)  # NotFound for an unknown role
+    catalogs = [ANY_CATALOG, *(c.name for c in parsing.catalogs(request).all())]
+    privileges = [p.value for p in Privilege]
+    url = _role_url(role)
+    return render(
+        request, "admin_role.html", role=role, url=url, grants=grants, catalogs=catalogs, privileges=privileges
+    )
+
+
+# Adding and revoking grants --------------------------------------------------------------------------------
+def _grant_of(request: Request, form: Mapping[str, str]) -> tuple[Securable, Privilege]:
+    """The grant a form asks for, validated like ``POST /management/v1/roles/{role}/grants``."""
+    kind, name = form.get("kind", ""), form.get("name", "").strip()
+    if kind not in KINDS:
+        raise BadRequest(f"Invalid kind {kind!r}: a grant names a table, a view or neither")
+    if name and not kind:
+        raise BadRequest("Say whether the name is a table or a view")
+    text = form.get("namespace", "").strip()
+    levels = text.split(".") if text else []
+    catalog = form.get("catalog", "")
+    table, view = (name if kind == "table" else None), (name if kind == "view" else None)
+    target, privilege = grant_target(form.get("privilege", ""), catalog, levels, table, view)
+    if catalog != ANY_CATALOG:
+        parsing.catalogs(request).get(catalog)  # NoSuchWarehouse, as the management API
+    return target, privilege
+
+
+async def _checked_form(request: Request) -> dict[str, str]:
+    form = await form_fields(request)
+    check_csrf(request, form.get("csrf", ""))
+    return form
+
+
+def _confirm(request: Request, operation: str, role: str, fields: dict[str, str], **values: Any) -> Response:
+    """The confirmation step: the change summarized, and a form resending it with ``confirm=yes``."""
+    parsing.context(request).audit.name(f"ui.admin.{operation}.review")
+    action = str(request.scope["path"])
+    return render(
+        request, "admin_confirm.html", role=role, back=_role_url(role), action=action, fields=fields, **values
+    )
+
+
+def _changed(request: Request, role: str) -> Response:
+    """After a change: forget cached grants (as the management API) and go back to the role."""
+    access.authorizer(request).invalidate()
+    return RedirectResponse(_role_url(role), status_code=303, headers=SECURITY_HEADERS)
+
+
+@admin_page("grants.add")
+async def add_grant(request: Request) -> Response:
+    role = _role(request)
+    form = await _checked_form(request)
+    target, privilege = _grant_of(request, form)
+    store = access.authorizer(request).store
+    if form.get("confirm") != "yes":
+        await store.grants(role)  # NotFound for an unknown role, before asking
+        fields = {key: form.get(key, "") for key in GRANT_FIELDS}
+        return _confirm(request, "grants.add", role, fields, verb="Add", privilege=privilege.value, target=target)
+    await store.add_grant(role, target.catalog, target.type.value, target.namespace, target.name, privilege.value)
+    return _changed(request, role)
+
+
+@admin_page("grants.revoke")
+async def revoke_grant(request: Request) -> Response:
+    role, raw = _role(request), request.path_params["grant"]
+    if not _is_id(raw):
+        raise BadRequest(f"Invalid grant id: {raw!r}")
+    form = await _checked_form(request)
+    store = access.authorizer(request).store
+    grant = _find(await store.grants(role), int(raw), role)
+    if form.get("confirm") != "yes":
+        held = to_grant(grant)
+        return _confirm(
+            request, "grants.revoke", role, {}, verb="Revoke", privilege=grant.privilege, target=held.securable
+        )
+    await store.revoke(role, grant.id)
+    return _changed(request, role)
+
+
+def _find(grants: list[StoredGrant], grant_id: int, role: str) -> StoredGrant:
+    found = next((g for g in grants if g.id == grant_id), None)
+    if found is None:
+        raise NotFound(f"Role {role} has no grant {grant_id}")
+    return found
+
+
+# The audit trail -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AuditFilter:
+    """The audit page's filters; principal, object, since and until go to the query, the rest is applied here."""
+
+    principal: str = ""
+    object: str = ""
+    operation: str = ""
+    decision: str = ""
+    since: datetime.datetime | None = None
+    until: datetime.datetime | None = None
+
+    def keeps(self, record: Mapping[str, Any]) -> bool:
+        """``operation`` matches exactly, or as a prefix when it ends with ``*`` (``ui.admin.*``)."""
+        operation = str(record.get("operation", ""))
+        wanted = self.operation
+        if wanted and not (operation.startswith(wanted[:-1]) if wanted.endswith("*") else operation == wanted):
+            return False
+        return not self.decision or record.get("decision") == self.decision
+
+    def query(self) -> dict[str, str]:
+        """The filters as the page's query parameters (for the link to older records)."""
+        times = {key: _local(moment) for key, moment in (("since", self.since), ("until", self.until)) if moment}
+        texts = {"principal": self.principal, "object": self.object, "operation": self.operation}
+        return {key: value for key, value in (texts | {"decision": self.decision} | times).items() if value}
+
+
+def _time(raw: str, key: str) -> datetime.datetime | None:
+    """An ISO-8601 time (``datetime-local`` sends one without offset: read as UTC), in UTC."""
+    if not raw:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(raw)
+        return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment.astimezone(datetime.UTC)
+    except (ValueError, OverflowError):  # OverflowError: 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise BadRequest(f"Invalid {key}: {raw[:40]!r} (expected an ISO-8601 date and time)") from None
+
+
+def _local(moment: datetime.datetime) -> str:
+    """A UTC time as ``<input type="datetime-local">`` shows it."""
+    return moment.replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+def _audit_filter(query: Mapping[str, str]) -> AuditFilter:
+    texts = {key: query.get(key, "").strip() for key in ("principal", "object", "operation", "decision")}
+    if any(len(value) > MAX_FILTER for value in texts.values()):
+        raise BadRequest(f"Filters are at most {MAX_FILTER} characters long")
+    if texts["decision"] not in DECISIONS:
+        raise BadRequest("Invalid decision: allowed or denied")
+    since, until = _time(query.get("since", ""), "since"), _time(query.get("until", ""), "until")
+    return AuditFilter(**texts, since=since, until=until)
+
+
+def _cursor(raw: str) -> tuple[int, datetime.datetime] | None:
+    """``older=<id>@<time>``, the last record read on the newer page: its id and the (exclusive) time bound."""
+    if not raw:
+        return None
+    record_id, _, moment = raw.partition("@")
+    when = _time(moment, "older") if _is_id(record_id) else None
+    if when is None or when.year > 9998:
+        raise BadRequest("Invalid older: a link this page gave")
+    return int(record_id), when + STEP
+
+
+async def _scan(
+    request: Request, wanted: AuditFilter, cursor: tuple[int, datetime.datetime] | None
+) -> list[dict[str, Any]]:
+    """Up to ``AUDIT_SCAN`` records newest first, up to the cursor's time (``_page_of`` skips those it showed)."""
+    until = wanted.until
+    if cursor is not None:
+        until = cursor[1] if until is None else min(until, cursor[1])
+    records: list[dict[str, Any]] = await request.state.audit_reader.query(
+        since=wanted.since,
+        until=until,
+        principal=wanted.principal or None,
+        object_prefix=wanted.object or None,
+        limit=AUDIT_SCAN,
+    )
+    return records
+
+
+@admin_page("audit")
+async def audit_page(request: Request) -> Response:
+    """The audit trail newest first, filtered, ``PAGE_SIZE`` records a page with a link to older ones."""
+    wanted = _audit_filter(request.query_params)
+    cursor = _cursor(request.query_params.get("older", ""))
+    shown, last = _page_of(await _scan(request, wanted, cursor), wanted, cursor)
+    older = urlencode(wanted.query() | {"older": f"{last['id']}@{last['time']}"}) if last else None
+    return render(request, "admin_audit.html", records=shown, form=wanted.query(), older=older, scan=AUDIT_SCAN)
+
+
+def _page_of(
+    scanned: list[dict[str, Any]], wanted: AuditFilter, cursor: tuple[int, datetime.datetime] | None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The records to show, and the last one read when older ones may match (the next page's cursor)."""
+    shown: list[dict[str, Any]] = []
+    last = None
+    for record in scanned:
+        if cursor is not None and record["id"] >= cursor[0]:
+            continue  # shown on a newer page (same time as the cursor)
+        last = record
+        if wanted.keeps(record):
+            shown.append(record)
+            if len(shown) == PAGE_SIZE:
+                return shown, last
+    return shown, last if len(scanned) == AUDIT_SCAN else None
+
+
+ADMIN_UI_ROUTES: list[BaseRoute] = [
+    Route(f"{ADMIN}/principals", principals_page, methods=["GET"]),
+    Route(f"{ADMIN}/roles", roles_page, methods=["GET"]),
+    Route(f"{ADMIN}/roles/{{role}}/grants/{{grant}}/revoke", revoke_grant, methods=["POST"]),
+    Route(f"{ADMIN}/roles/{{role}}/grants", add_grant, methods=["POST"]),
+    Route(f"{ADMIN}/roles/{{role}}", role_page, methods=["GET"]),
+    Route(f"{ADMIN}/audit", audit_page, methods=["GET"]),
+]
+"""Routing sees the raw path (``http.middleware.Edge``): ``{role}`` is percent-decoded by ``_role``, so a role
+named ``a/b`` is ``/ui/admin/roles/a%2Fb``."""
