@@ -112,9 +112,6 @@ async def form_fields(request: Request) -> dict[str, str]:
     return {key: values[0] for key, values in fields.items()}
 
 
-_form = form_fields  # the name the admin pages may still use
-
-
 def _page_request(request: Request, key: str) -> PageRequest:
     token = request.query_params.get(key)
     binding = parsing.page_binding(request)
