@@ -48,3 +48,26 @@ def spark(proxy: ProxyProcess, s3a_jars: list[Path] | str, tmp_path_factory: pyt
     session = started(builder)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, for the console's browser tests (one per module: Playwright's
+    sync API keeps an event loop of its own, so it is closed before other modules' asyncio code runs)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.console import CHROMIUM
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context (no cookies) and its page, 1280 by 900 pixels."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    yield opened
+    context.close()

@@ -7,52 +7,20 @@ same way, then filters the audit trail by principal. Screenshots go to ``tests/a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
-from irc_proxy.handling.authn import hash_secret
+from tests.support.console import needs_chromium, root_config, shot
 from tests.support.rest import MGMT, make_principal, token_of
 from tests.support.server import ProxyProcess
 
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "ui"
 ROOT_SECRET = "root-secret-for-the-admin-browser"
-AUTH_CONFIG = f'''
-[auth]
-mode = "oauth2"
-admins = ["root"]
-grants_cache_seconds = 0
-[[auth.clients]]
-id = "root"
-secret_hash = "{hash_secret(ROOT_SECRET)}"
-principal = "root"
-'''
+AUTH_CONFIG = root_config(ROOT_SECRET)
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("CI"),  # in CI a missing browser is an error, not a skip
-    reason="Debian's chromium is not installed (make test installs it)",
-)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +32,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
         make_principal(root, "reader", {"privilege": "table.read", "namespace": ["sales"]})
     yield served
     served.stop()
-
-
-def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def sign_in(page: Page, url: str) -> None:

@@ -9,23 +9,16 @@ the Strict session cookie must reach the next page). The signed-in page is saved
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
+from tests.support.console import needs_chromium, shot
 from tests.support.oidc import OidcIssuer
 from tests.support.server import ProxyProcess
 
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parents[1] / "artifacts" / "ui"
-
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("CI"),  # in CI a missing browser is an error, not a skip
-    reason="Debian's chromium is not installed (make test installs it)",
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -46,27 +39,6 @@ def proxy(issuer: OidcIssuer, tmp_path_factory: pytest.TempPathFactory) -> Itera
     issuer.redirect_uri = f"{server.url}/ui/oidc/callback"
     yield server.start()
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    yield opened
-    context.close()
-
-
-def shot(page: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def test_signing_in_through_the_provider_lands_on_the_catalogs_as_alice(

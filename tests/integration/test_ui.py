@@ -7,33 +7,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from tests.support.console import csrf_of, root_config, signed_in
 from tests.support.federation import rest_catalog, start_front, start_remote
 from tests.support.federation import token as federation_token
 from tests.support.in_process import InProcessProxy, ServeInProcess
 from tests.support.rest import SCHEMA, make_principal, ns_path, token_of
 
 ROOT_SECRET = "root-secret-for-the-console"
-CONFIG = f'''
-[auth]
-mode = "oauth2"
-admins = ["root"]
-grants_cache_seconds = 0
-[[auth.clients]]
-id = "root"
-secret_hash = "{hash_secret(ROOT_SECRET)}"
-principal = "root"
-[catalogs.local]
-kind = "local"
-[catalogs.other]
-kind = "local"
-'''
+CONFIG = root_config(ROOT_SECRET, '[catalogs.local]\nkind = "local"\n[catalogs.other]\nkind = "local"\n')
 VIEW_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 
 
@@ -90,28 +76,6 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessProxy]:
             )
         served.reader = reader  # type: ignore[attr-defined]
         yield served
-
-
-def csrf_of(page: httpx.Response) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert found, page.text
-    return found.group(1)
-
-
-@contextmanager
-def signed_in(proxy: InProcessProxy, client_id: str, secret: str) -> Iterator[httpx.Client]:
-    with proxy.client(timeout=60) as browser:
-        yield sign_in(browser, client_id, secret)
-
-
-def sign_in(browser: httpx.Client, client_id: str, secret: str) -> httpx.Client:
-    form = browser.get("/ui/login")
-    answer = browser.post(
-        "/ui/login",
-        data={"csrf": csrf_of(form), "client_id": client_id, "client_secret": secret, "next": "/ui/catalogs"},
-    )
-    assert answer.status_code == 303, answer.text
-    return browser
 
 
 def test_pages_need_a_session_and_send_people_to_the_sign_in_form(proxy: InProcessProxy) -> None:

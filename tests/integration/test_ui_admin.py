@@ -11,33 +11,19 @@ import html
 import re
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from tests.support.console import csrf_of, root_config, signed_in
 from tests.support.in_process import InProcessProxy, in_process
 from tests.support.rest import MGMT, make_principal, token_of
 
 ROOT_SECRET = "root-secret-for-the-admin-pages"
 HOSTILE = "<script>x</script>"
-CONFIG = f'''
-[auth]
-mode = "oauth2"
-admins = ["root"]
-grants_cache_seconds = 0
-[[auth.clients]]
-id = "root"
-secret_hash = "{hash_secret(ROOT_SECRET)}"
-principal = "root"
-[catalogs.local]
-kind = "local"
-[catalogs.other]
-kind = "local"
-'''
+CONFIG = root_config(ROOT_SECRET, '[catalogs.local]\nkind = "local"\n[catalogs.other]\nkind = "local"\n')
 GRANT = {"privilege": "table.read", "catalog": "local", "namespace": "sales.eu", "kind": "table", "name": "orders"}
 
 
@@ -59,21 +45,6 @@ def root_api(proxy: InProcessProxy) -> Iterator[httpx.Client]:
         token = token_of(anonymous, "root", ROOT_SECRET)
     with proxy.client(timeout=60, headers={"Authorization": f"Bearer {token}"}) as api:
         yield api
-
-
-def csrf_of(page: httpx.Response) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert found, page.text
-    return found.group(1)
-
-
-@contextmanager
-def signed_in(proxy: InProcessProxy, client_id: str, secret: str) -> Iterator[httpx.Client]:
-    with proxy.client(timeout=60) as browser:
-        form = browser.get("/ui/login")
-        data = {"csrf": csrf_of(form), "client_id": client_id, "client_secret": secret, "next": "/ui/catalogs"}
-        assert browser.post("/ui/login", data=data).status_code == 303
-        yield browser
 
 
 def grants_of(api: httpx.Client, role: str) -> list[dict[str, Any]]:
