@@ -251,15 +251,24 @@ def _time(request: Request, key: str) -> datetime.datetime | None:
 
 
 async def query_audit(request: Request) -> Response:
-    """``GET /management/v1/audit?since=&until=&principal=&object=&limit=``, newest first."""
-    raw_limit = request.query_params.get("limit", "100")
+    """``GET /management/v1/audit?since=&until=&principal=&object=&operation=&decision=&before-id=&limit=``,
+    newest first (``before-id``: older than that record, to page)."""
+    params = request.query_params
+    raw_limit, before = params.get("limit", "100"), params.get("before-id")
     if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= 10_000:
         raise BadRequest(f"Invalid limit: {raw_limit!r} (1 to 10000)")
+    if before is not None and not (before.isascii() and before.isdigit() and len(before) <= 18):
+        raise BadRequest("Invalid before-id: the id of a record")
+    if params.get("decision") not in (None, "allowed", "denied"):
+        raise BadRequest("Invalid decision: allowed or denied")
     records = await request.state.audit_reader.query(
         since=_time(request, "since"),
         until=_time(request, "until"),
-        principal=request.query_params.get("principal"),
-        object_prefix=request.query_params.get("object"),
+        principal=params.get("principal"),
+        object_prefix=params.get("object"),
+        operation=params.get("operation"),
+        decision=params.get("decision"),
+        before_id=None if before is None else int(before),
         limit=int(raw_limit),
     )
     return json_response({"records": records})

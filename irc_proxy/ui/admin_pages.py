@@ -26,13 +26,10 @@ from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, Page, form_fields, p
 from irc_proxy.ui.session import UI_PREFIX, check_csrf
 
 ADMIN = f"{UI_PREFIX}/admin"
-AUDIT_SCAN = PAGE_SIZE * 10
-"""Most audit records one page reads (operation and decision are filtered here, not in the query)."""
 MAX_FILTER = 255
 GRANT_FIELDS = ("privilege", "catalog", "namespace", "kind", "name")
 KINDS = ("", "table", "view")
 DECISIONS = ("", "allowed", "denied")
-STEP = datetime.timedelta(microseconds=1)
 
 
 def admin_page(operation: str) -> Callable[[Page], Page]:
@@ -181,7 +178,7 @@ def _find(grants: list[StoredGrant], grant_id: int, role: str) -> StoredGrant:
 # The audit trail -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AuditFilter:
-    """The audit page's filters; principal, object, since and until go to the query, the rest is applied here."""
+    """The audit page's filters (all applied by the audit query)."""
 
     principal: str = ""
     object: str = ""
@@ -190,19 +187,25 @@ class AuditFilter:
     since: datetime.datetime | None = None
     until: datetime.datetime | None = None
 
-    def keeps(self, record: Mapping[str, Any]) -> bool:
-        """``operation`` matches exactly, or as a prefix when it ends with ``*`` (``ui.admin.*``)."""
-        operation = str(record.get("operation", ""))
-        wanted = self.operation
-        if wanted and not (operation.startswith(wanted[:-1]) if wanted.endswith("*") else operation == wanted):
-            return False
-        return not self.decision or record.get("decision") == self.decision
-
     def query(self) -> dict[str, str]:
         """The filters as the page's query parameters (for the link to older records)."""
         times = {key: _local(moment) for key, moment in (("since", self.since), ("until", self.until)) if moment}
         texts = {"principal": self.principal, "object": self.object, "operation": self.operation}
         return {key: value for key, value in (texts | {"decision": self.decision} | times).items() if value}
+
+    def arguments(self) -> dict[str, Any]:
+        """The audit query's keyword arguments: ``operation`` matches exactly, or as a prefix when it ends
+        with ``*`` (``ui.admin.*``)."""
+        prefix = self.operation.endswith("*")
+        return {
+            "since": self.since,
+            "until": self.until,
+            "principal": self.principal or None,
+            "object_prefix": self.object or None,
+            "operation": None if prefix or not self.operation else self.operation,
+            "operation_prefix": self.operation[:-1] if prefix else None,
+            "decision": self.decision or None,
+        }
 
 
 def _time(raw: str, key: str) -> datetime.datetime | None:
@@ -231,32 +234,13 @@ def _audit_filter(query: Mapping[str, str]) -> AuditFilter:
     return AuditFilter(**texts, since=since, until=until)
 
 
-def _cursor(raw: str) -> tuple[int, datetime.datetime] | None:
-    """``older=<id>@<time>``, the last record read on the newer page: its id and the (exclusive) time bound."""
+def _cursor(raw: str) -> int | None:
+    """``older=<id>``: the last record shown on the newer page; older pages hold smaller ids."""
     if not raw:
         return None
-    record_id, _, moment = raw.partition("@")
-    when = _time(moment, "older") if _is_id(record_id) else None
-    if when is None or when.year > 9998:
+    if not _is_id(raw):
         raise BadRequest("Invalid older: a link this page gave")
-    return int(record_id), when + STEP
-
-
-async def _scan(
-    request: Request, wanted: AuditFilter, cursor: tuple[int, datetime.datetime] | None
-) -> list[dict[str, Any]]:
-    """Up to ``AUDIT_SCAN`` records newest first, up to the cursor's time (``_page_of`` skips those it showed)."""
-    until = wanted.until
-    if cursor is not None:
-        until = cursor[1] if until is None else min(until, cursor[1])
-    records: list[dict[str, Any]] = await request.state.audit_reader.query(
-        since=wanted.since,
-        until=until,
-        principal=wanted.principal or None,
-        object_prefix=wanted.object or None,
-        limit=AUDIT_SCAN,
-    )
-    return records
+    return int(raw)
 
 
 @admin_page("audit")
@@ -264,26 +248,12 @@ async def audit_page(request: Request) -> Response:
     """The audit trail newest first, filtered, ``PAGE_SIZE`` records a page with a link to older ones."""
     wanted = _audit_filter(request.query_params)
     cursor = _cursor(request.query_params.get("older", ""))
-    shown, last = _page_of(await _scan(request, wanted, cursor), wanted, cursor)
-    older = urlencode(wanted.query() | {"older": f"{last['id']}@{last['time']}"}) if last else None
-    return render(request, "admin_audit.html", records=shown, form=wanted.query(), older=older, scan=AUDIT_SCAN)
-
-
-def _page_of(
-    scanned: list[dict[str, Any]], wanted: AuditFilter, cursor: tuple[int, datetime.datetime] | None
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The records to show, and the last one read when older ones may match (the next page's cursor)."""
-    shown: list[dict[str, Any]] = []
-    last = None
-    for record in scanned:
-        if cursor is not None and record["id"] >= cursor[0]:
-            continue  # shown on a newer page (same time as the cursor)
-        last = record
-        if wanted.keeps(record):
-            shown.append(record)
-            if len(shown) == PAGE_SIZE:
-                return shown, last
-    return shown, last if len(scanned) == AUDIT_SCAN else None
+    found: list[dict[str, Any]] = await request.state.audit_reader.query(
+        **wanted.arguments(), before_id=cursor, limit=PAGE_SIZE + 1
+    )
+    shown = found[:PAGE_SIZE]
+    older = urlencode(wanted.query() | {"older": str(shown[-1]["id"])}) if len(found) > PAGE_SIZE else None
+    return render(request, "admin_audit.html", records=shown, form=wanted.query(), older=older)
 
 
 ADMIN_UI_ROUTES: list[BaseRoute] = [

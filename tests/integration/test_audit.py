@@ -234,3 +234,31 @@ def test_the_api_reads_since_and_until_with_an_offset_as_the_same_instant(tmp_pa
             assert records(until=shifted) == records(until=moment) and len(records(until=moment)) == 1
     finally:
         proxy.stop()
+
+
+def test_the_api_filters_by_operation_and_decision_and_pages_by_id(tmp_path: Path) -> None:
+    proxy = ProxyProcess(tmp_path).start()
+    try:
+        with httpx.Client(base_url=proxy.url, timeout=30) as client:
+            for _ in range(5):
+                client.get(f"/v1/namespaces/missing_{uuid.uuid4().hex[:6]}")
+
+            def records(**params: str) -> list[dict[str, Any]]:
+                listed = client.get("/management/v1/audit", params=params)
+                assert listed.status_code == 200, listed.text
+                return list(listed.json()["records"])
+
+            deadline = time.monotonic() + 15
+            while len(records(operation="loadNamespaceMetadata")) < 5:
+                assert time.monotonic() < deadline, "the audit records were not written"
+                time.sleep(0.2)
+            loads = records(operation="loadNamespaceMetadata")
+            assert {r["operation"] for r in loads} == {"loadNamespaceMetadata"} and len(loads) == 5
+            assert records(operation="loadNamespaceMetadata", decision="denied") == []
+            first = records(operation="loadNamespaceMetadata", limit="2")
+            rest = records(operation="loadNamespaceMetadata", **{"before-id": str(first[-1]["id"])})
+            assert [r["id"] for r in first + rest] == [r["id"] for r in loads]
+            for bad in ({"decision": "maybe"}, {"before-id": "x"}, {"before-id": "\u00b2"}):
+                assert client.get("/management/v1/audit", params=bad).status_code == 400
+    finally:
+        proxy.stop()
