@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--until", metavar="ISO", help="records before this time")
     query.add_argument("--principal", help="records of this principal")
     query.add_argument("--object", metavar="PREFIX", help="records whose object path starts with PREFIX")
+    query.add_argument("--operation", help="records of this operation (e.g. dropTable; a trailing * matches a prefix)")
+    query.add_argument("--decision", choices=("allowed", "denied"), help="only allowed or only denied calls")
+    query.add_argument("--before-id", type=int, metavar="ID", help="records older than this one (to page)")
     query.add_argument("--limit", type=int, default=100, help="at most N records (default 100)")
     query.add_argument("--json", action="store_true", help="one JSON object per line")
     cli_admin.add_commands(commands)
@@ -196,8 +199,18 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
         print(f"irc-proxy: {exc}", file=sys.stderr)
         return 2
     try:
+        operation = args.operation or ""
         records = query_audit(
-            engine, since=since, until=until, principal=args.principal, object_prefix=args.object, limit=args.limit
+            engine,
+            since=since,
+            until=until,
+            principal=args.principal,
+            object_prefix=args.object,
+            operation=None if not operation or operation.endswith("*") else operation,
+            operation_prefix=operation[:-1] if operation.endswith("*") else None,
+            decision=args.decision,
+            before_id=args.before_id,
+            limit=args.limit,
         )
     finally:
         engine.dispose()

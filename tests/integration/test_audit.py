@@ -200,6 +200,11 @@ def test_cli_query_filters(tmp_path: Path) -> None:
     assert [r["operation"] for r in cli(proxy, "--since", middle)][-1] == "createTable"
     assert [r["operation"] for r in cli(proxy, "--until", middle)] == ["createNamespace"]
     assert cli(proxy, "--since", "2999-01-01T00:00:00+00:00") == []
+    assert [r["operation"] for r in cli(proxy, "--operation", "createTable")] == ["createTable"]
+    assert [r["operation"] for r in cli(proxy, "--operation", "create*")] == ["createTable", "createNamespace"]
+    assert cli(proxy, "--decision", "denied") == []
+    older = cli(proxy, "--before-id", str(everything[1]["id"]))
+    assert [r["operation"] for r in older] == ["createTable", "createNamespace"]
     text = subprocess.run(
         [sys.executable, "-m", "irc_proxy", "audit", "query", "--config", str(proxy.config_path), "--limit", "1"],
         capture_output=True,
