@@ -29,6 +29,7 @@ from irc_proxy.handling.storage_reads import (
     parse_metadata,
     storage_error,
 )
+from irc_proxy.numbers import is_number
 from irc_proxy.threads import ThreadRunner
 
 log = logging.getLogger("irc_proxy.metadata")
@@ -45,7 +46,7 @@ PARSED_BYTES_PER_JSON_BYTE = 6
 def metadata_version(location: str) -> int:
     """The version number at the start of a metadata file name (``00012-<uuid>...``), or -1."""
     head = location.rsplit("/", 1)[-1].split("-", 1)[0]
-    return int(head) if (head.isascii() and head.isdigit()) else -1
+    return int(head) if is_number(head) else -1
 
 
 def new_metadata_location(metadata: TableMetadata, version: int) -> str:

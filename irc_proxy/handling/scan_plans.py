@@ -44,6 +44,7 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.serving import Placement
 from irc_proxy.handling.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
 from irc_proxy.handling.vending import table_locations
+from irc_proxy.numbers import is_number
 from irc_proxy.planning.manifests import ManifestCache, ManifestSource
 from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
 from irc_proxy.stores.scan_plans import PlanOwner, ScanPlanStore, StoredPlan
@@ -153,7 +154,7 @@ class ScanPlanning:
         if not isinstance(plan_task, str):
             raise BadRequest("Invalid fetchScanTasks request: plan-task must be a string")
         plan_id, _, index_text = plan_task.rpartition(":")
-        if not plan_id or not (index_text.isascii() and index_text.isdigit()) or len(index_text) > 9:
+        if not plan_id or not is_number(index_text, 9):
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
         try:
             plan = await self._owned(access, catalog, ident, plan_id)

@@ -30,6 +30,7 @@ from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import _Body
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.responses import json_response, no_content
+from irc_proxy.numbers import is_number
 from irc_proxy.settings import Settings
 from irc_proxy.threads import ThreadRunner
 
@@ -226,7 +227,7 @@ async def add_grant(request: Request) -> Response:
 
 async def revoke_grant(request: Request) -> Response:
     raw = request.path_params["grant"]
-    if not (raw.isascii() and raw.isdigit()):
+    if not is_number(raw):
         raise BadRequest(f"Invalid grant id: {raw!r}")
     await access.authorizer(request).store.revoke(_path_name(request, "role"), int(raw))
     _changed(request)
@@ -255,9 +256,9 @@ async def query_audit(request: Request) -> Response:
     newest first (``before-id``: older than that record, to page)."""
     params = request.query_params
     raw_limit, before = params.get("limit", "100"), params.get("before-id")
-    if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= 10_000:
+    if not is_number(raw_limit) or not 1 <= int(raw_limit) <= 10_000:
         raise BadRequest(f"Invalid limit: {raw_limit!r} (1 to 10000)")
-    if before is not None and not (before.isascii() and before.isdigit() and len(before) <= 18):
+    if before is not None and not is_number(before):
         raise BadRequest("Invalid before-id: the id of a record")
     if params.get("decision") not in (None, "allowed", "denied"):
         raise BadRequest("Invalid decision: allowed or denied")
@@ -356,7 +357,7 @@ async def list_trash(request: Request) -> Response:
         dropped_by=query.get("dropped-by"),
     )
     size, token = query.get("page-size", "100"), query.get("page-token") or "0"
-    valid = size.isascii() and size.isdigit() and token.isascii() and token.isdigit() and len(token) <= 12
+    valid = is_number(size) and is_number(token, 12)
     if not valid or not 1 <= int(size) <= 1000:
         raise BadRequest("Invalid page: page-size must be 1..1000 and page-token one this API returned")
     entries, next_offset = await trash_ops.list_entries(checks, trash, catalog, which, int(token), int(size))

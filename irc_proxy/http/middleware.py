@@ -156,7 +156,7 @@ class BodyLimit:
                 declared = value
             elif name == b"transfer-encoding":
                 chunked = True
-        declared_length = declared.isascii() and declared.isdigit()
+        declared_length = declared.isdigit()  # bytes: ASCII digits only
         if declared_length and int(declared) > self.limit:
             await self._refuse(scope, receive, send)
             return

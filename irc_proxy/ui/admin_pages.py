@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from irc_proxy.errors import BadRequest, NotFound
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, Securable, StoredGrant, grant_target, to_grant
 from irc_proxy.http import access, parsing
+from irc_proxy.numbers import is_number
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, Page, form_fields, page, render
 from irc_proxy.ui.session import UI_PREFIX, check_csrf
 
@@ -45,11 +46,6 @@ def admin_page(operation: str) -> Callable[[Page], Page]:
         return page(f"admin.{operation}")(guarded)
 
     return wrap
-
-
-def _is_id(raw: str) -> bool:
-    """A row id: ASCII digits only (``"²".isdigit()`` holds, ``int("²")`` fails)."""
-    return raw.isascii() and raw.isdigit() and len(raw) <= 18
 
 
 def _role(request: Request) -> str:
@@ -154,7 +150,7 @@ async def add_grant(request: Request) -> Response:
 @admin_page("grants.revoke")
 async def revoke_grant(request: Request) -> Response:
     role, raw = _role(request), request.path_params["grant"]
-    if not _is_id(raw):
+    if not is_number(raw):
         raise BadRequest(f"Invalid grant id: {raw!r}")
     form = await _checked_form(request)
     store = access.authorizer(request).store
@@ -238,7 +234,7 @@ def _cursor(raw: str) -> int | None:
     """``older=<id>``: the last record shown on the newer page; older pages hold smaller ids."""
     if not raw:
         return None
-    if not _is_id(raw):
+    if not is_number(raw):
         raise BadRequest("Invalid older: a link this page gave")
     return int(raw)
 

@@ -38,6 +38,7 @@ from irc_proxy.errors import BadRequest, CatalogError, NotAuthenticated, NotFoun
 from irc_proxy.handling.paging import PageTokens
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import classify
+from irc_proxy.numbers import is_number
 from irc_proxy.settings import AuthSettings, OidcSettings
 from irc_proxy.ui.pages import SECURITY_HEADERS, render
 from irc_proxy.ui.session import UI_PREFIX, safe_next, set_session
@@ -237,7 +238,7 @@ def _claims(token: str) -> dict[str, Any]:
 
 def _lifetime(expires_in: object, exp: object) -> int:
     """Seconds the session may last: ``expires_in`` when given, else the token's own ``exp``."""
-    if isinstance(expires_in, str) and (expires_in.isascii() and expires_in.isdigit()):
+    if isinstance(expires_in, str) and is_number(expires_in):
         expires_in = int(expires_in)
     if isinstance(expires_in, int) and not isinstance(expires_in, bool):
         return expires_in

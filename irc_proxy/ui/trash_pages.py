@@ -14,6 +14,7 @@ from irc_proxy.handling import trash_ops
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.trash import Restore, Trash, TrashFilter
 from irc_proxy.http import access, parsing
+from irc_proxy.numbers import is_number
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, form_fields, ns_path, page, render
 from irc_proxy.ui.session import UI_PREFIX, check_csrf
 
@@ -28,7 +29,7 @@ async def trash_page(request: Request) -> Response:
     """The entries the caller could have dropped, newest first, each with a restore form."""
     catalog = parsing.catalog(request)
     offset_text = request.query_params.get("offset", "0")
-    if not (offset_text.isascii() and offset_text.isdigit()) or len(offset_text) > 9:
+    if not is_number(offset_text, 9):
         raise BadRequest("Invalid offset: a page offset this console gave")
     offset = int(offset_text)
     checks = access.of(request)

@@ -33,9 +33,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.table import Table
 
-from irc_proxy.handling.authn import hash_secret
 from tests.support.aws import client as aws_client
 from tests.support.aws import glue_catalog_config
+from tests.support.console import root_config
 from tests.support.in_process import ServeInProcess
 from tests.support.postgres import scratch_database
 from tests.support.rest import MGMT, SCHEMA, assert_error, make_principal, ns_path, token_of
@@ -597,20 +597,7 @@ def test_listing_filters_by_namespace_kind_and_dropper_and_pages(http: httpx.Cli
 
 
 ROOT_SECRET = "root-secret-for-trash-tests"
-AUTH_CONFIG = f'''
-[auth]
-mode = "oauth2"
-admins = ["root"]
-grants_cache_seconds = 0
-[[auth.clients]]
-id = "root"
-secret_hash = "{hash_secret(ROOT_SECRET)}"
-principal = "root"
-[catalogs.local]
-kind = "local"
-[catalogs.elsewhere]
-kind = "local"
-'''
+AUTH_CONFIG = root_config(ROOT_SECRET, '[catalogs.local]\nkind = "local"\n[catalogs.elsewhere]\nkind = "local"\n')
 
 
 def test_the_trash_api_holds_callers_to_the_drop_and_create_privileges_and_records_who_dropped(
