@@ -160,6 +160,23 @@ def database(settings: Settings, action: str) -> int:
             return 0 if current == head else 1
     finally:
         engine.dispose()
+    return local_catalog_tables(settings)
+
+
+def local_catalog_tables(settings: Settings) -> int:
+    """``db upgrade``, second half: create (or upgrade) each local catalog's tables, under the schema lock."""
+    from irc_proxy.backends.local import catalog_engine, ensure_catalog_tables
+    from irc_proxy.settings import LocalCatalogSettings
+
+    for name, catalog in settings.catalogs.items():
+        if not isinstance(catalog, LocalCatalogSettings):
+            continue
+        engine = catalog_engine(catalog.database_url.get_secret_value())
+        try:
+            done = ensure_catalog_tables(engine, upgrade=True)
+        finally:
+            engine.dispose()
+        print(f"catalog {name}: tables {done}" if done else f"catalog {name}: tables are up to date")
     return 0
 
 
@@ -185,6 +202,7 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
 
     from irc_proxy.stores.audit_query import query_audit
     from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
+    from irc_proxy.text import field
 
     try:
         since, until = _utc(args.since), _utc(args.until)
@@ -218,10 +236,11 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(record))
         else:
-            where = f"{record['catalog'] or '-'}:{record['object'] or '-'}"
+            # Principal, object, operation and request id may be a client's text: one column each, never raw.
+            where = field(f"{record['catalog'] or '-'}:{record['object'] or '-'}")
             print(
-                f"{record['time']} {record['principal']} {record['operation']} {where} {record['decision']} "
-                f"{record['status']} {record['latency_ms']:.1f}ms id={record['request_id']}"
+                f"{record['time']} {field(record['principal'])} {field(record['operation'])} {where} "
+                f"{record['decision']} {record['status']} {record['latency_ms']:.1f}ms id={field(record['request_id'])}"
             )
     return 0
 

@@ -19,6 +19,7 @@ from irc_proxy.handling.authn import hash_secret
 from irc_proxy.handling.authz import ANY_CATALOG, Privilege, grant_target
 from irc_proxy.settings import Settings
 from irc_proxy.stores.authz import AuthzStore, StoredGrant
+from irc_proxy.text import printable
 from irc_proxy.threads import ThreadRunner
 
 Action = Callable[[], Coroutine[Any, Any, Any]]
@@ -81,12 +82,15 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         action = _ACTIONS[args.command](store, args, settings)
         result = asyncio.run(action())
     except CatalogError as exc:
-        print(f"irc-proxy: {exc.message}", file=sys.stderr)
+        print(f"irc-proxy: {printable(exc.message)}", file=sys.stderr)  # may quote stored names
         return 1
     finally:
         engine.dispose()
     if result is not None:
-        print(json.dumps(result, indent=2, default=str) if args.json or not isinstance(result, str) else result)
+        # JSON escapes every control character (ensure_ascii); a plain message is escaped here.
+        print(
+            json.dumps(result, indent=2, default=str) if args.json or not isinstance(result, str) else printable(result)
+        )
     return 0
 
 

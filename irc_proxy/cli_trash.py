@@ -20,6 +20,7 @@ from irc_proxy.errors import CatalogError
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.trash import Restore, TrashFilter
 from irc_proxy.settings import Settings
+from irc_proxy.text import printable
 from irc_proxy.threads import ThreadRunner
 
 
@@ -98,7 +99,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         ensure_schema(engine, settings.state.auto_upgrade)
         result = asyncio.run(act())
     except CatalogError as exc:
-        print(f"irc-proxy: {exc.message}", file=sys.stderr)
+        print(f"irc-proxy: {printable(exc.message)}", file=sys.stderr)  # may quote stored names
         return 1
     finally:
         engine.dispose()

@@ -2,7 +2,11 @@
 
 Every line is masked (``irc_proxy.masking.mask_text``) after it is formatted, so a URL with a
 password or a token in it never reaches the log, whoever logged it (our code, SQLAlchemy's
-exception texts, hypercorn's tracebacks).
+exception texts, hypercorn's tracebacks). And every record stays one line (``irc_proxy.text``): a
+client's text in a message (a name, a client id, a raw path) cannot start a forged line or drive the
+reader's terminal. Text lines escape control characters; a traceback's own line breaks are kept, but
+each of its lines is indented, so none of them can pass for a record of its own. JSON lines escape
+what ``json.dumps`` leaves raw (C1 controls, U+2028/U+2029, bidi controls).
 
 ``REQUEST_ID`` is set by the HTTP layer for the duration of a request; worker threads see it too
 (anyio copies the context into them), so any layer may read it, e.g. to pass it upstream.
@@ -14,9 +18,10 @@ import json
 import logging
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from irc_proxy.masking import mask_text
+from irc_proxy.text import json_safe, printable
 
 REQUEST_ID: ContextVar[str] = ContextVar("irc_proxy_request_id", default="-")
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"
@@ -31,10 +36,24 @@ class RequestIdFilter(logging.Filter):
 
 
 class MaskingFormatter(logging.Formatter):
-    """The standard text format with credentials masked."""
+    """The standard text format with credentials masked, one record per line (continuations indented)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+    def formatException(self, ei: Any) -> str:
+        return _indented(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _indented(super().formatStack(stack_info))
 
     def format(self, record: logging.LogRecord) -> str:
         return mask_text(super().format(record))
+
+
+def _indented(text: str) -> str:
+    """A traceback as continuation lines: each line indented, control characters other than line breaks escaped."""
+    return "\n".join("  " + printable(line) for line in text.split("\n"))
 
 
 class JsonFormatter(logging.Formatter):
@@ -51,7 +70,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return mask_text(json.dumps(entry, ensure_ascii=False))
+        return json_safe(mask_text(json.dumps(entry, ensure_ascii=False)))
 
 
 def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
