@@ -36,13 +36,14 @@ from irc_proxy.handling.metadata import MetadataCache
 from irc_proxy.handling.oidc import OidcAuthenticator
 from irc_proxy.handling.paging import PageTokens, new_key
 from irc_proxy.handling.scan_plans import PlanningLimits, ScanPlanning
-from irc_proxy.handling.sessions import ClientDirectory
+from irc_proxy.handling.sessions import ClientDirectory, Revocations
 from irc_proxy.handling.storage_reads import ReadLimits
 from irc_proxy.handling.throttle import HashGate, LoginThrottle
 from irc_proxy.handling.trash import Trash
 from irc_proxy.handling.vending import Vending
 from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
+from irc_proxy.http.cross_site import CrossSiteGuard, default_hosts
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
@@ -60,8 +61,10 @@ from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
 from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.scan_plans import ScanPlanStore
+from irc_proxy.stores.revocations import RevocationStore
 from irc_proxy.stores.trash import TrashStore
 from irc_proxy.stores.views import ViewStore
+from irc_proxy.stores.ui_keys import shared_csrf_keys
 from irc_proxy.threads import ThreadRunner
 from irc_proxy.ui.routes import UI_ROUTES
 
@@ -226,6 +229,10 @@ def create_app(settings: Settings) -> Starlette:
             authenticated=settings.auth.mode != "none",
             admins=settings.auth.admins,
             cache_seconds=settings.auth.grants_cache_seconds,
+        # Sign-outs and used OIDC flows, shared by replicas; with auth.mode = "none" no token means anything.
+        revocations = Revocations(RevocationStore(state, threads)) if settings.auth.mode != "none" else None
+        if token_service is not None:
+            token_service.revocations = revocations
         )
         auditor = Auditor.build(settings.audit, state, threads)
         auditor.start()
@@ -256,6 +263,8 @@ def create_app(settings: Settings) -> Starlette:
             expiry.cancel()
             await scan_planning.close()
             for task in backfills:
+                "revocations": revocations,
+                "csrf_keys": shared_csrf_keys(state) if settings.server.ui else [],
                 task.cancel()
             await auditor.close()
             if isinstance(authenticator, OidcAuthenticator):
@@ -290,3 +299,9 @@ def create_app(settings: Settings) -> Starlette:
     )
     app.router = SegmentRouter(routes, lifespan=lifespan)  # Starlette's router, indexed by segment count
     return app
+            # Before any token work: Host (DNS rebinding), Origin and JSON-only writes (cross-site requests).
+            Middleware(
+                CrossSiteGuard,
+                allowed_hosts=settings.server.allowed_hosts or default_hosts(settings.server.host),
+                allowed_origins=settings.server.allowed_origins,
+            ),

@@ -146,6 +146,29 @@ class ServerSettings(_Strict):
     @classmethod
     def _whole_non_negative(cls, value: timedelta) -> timedelta:
         if value < timedelta(0) or value.microseconds:
+    ui_page_budget_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
+    """How long building one console page may take (off the event loop); longer is a 503 error page."""
+    ui_audit_every_seconds: Annotated[float, Field(ge=0, le=86_400)] = 300.0
+    """One audit record per console read of one object by one principal per window (per replica); 0: every read."""
+    allowed_hosts: list[str] | None = None
+    """``Host`` names requests may carry (any port; ``*.example.com`` for subdomains, ``*`` for any): a guard
+    against DNS rebinding. Default (unset): ``server.host``, ``localhost``, ``127.0.0.1`` and ``::1``."""
+    allowed_origins: list[str] = []
+    """Browser origins (``https://app.example.com``) whose requests the REST and management APIs accept;
+    a request with any other ``Origin`` is 403. Default: none (the console is same-origin and uses ``/ui``)."""
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins_only(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if not re.fullmatch(r"https?://[^/?#\s]+", origin):
+                raise ValueError(f"{origin!r} is not an origin (scheme://host[:port], no path)")
+        return [origin.lower() for origin in value]
             raise ValueError("must be a non-negative whole number of seconds, e.g. PT30M")
         return value
 

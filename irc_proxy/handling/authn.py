@@ -22,7 +22,7 @@ from joserfc.jwk import ECKey, KeySet, RSAKey
 from joserfc.jwt import ClaimsOption
 
 from irc_proxy.errors import NotAuthenticated, TokenRequestError
-from irc_proxy.handling.sessions import Client, ClientDirectory
+from irc_proxy.handling.sessions import Client, ClientDirectory, Revocations
 from irc_proxy.handling.throttle import Busy, HashGate, LoginThrottle
 
 _SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
@@ -161,6 +161,8 @@ class TokenService:
     required: bool = True
     _dummy_hash: str = field(default_factory=lambda: hash_secret(secrets.token_urlsafe(16)))
     hashes: HashGate = field(kw_only=True)
+    revocations: Revocations | None = field(default=None, kw_only=True)
+    """Tokens signed out (the console's sign-out): neither accepted nor exchanged for fresh ones."""
 
     async def issue(
         self, grant_type: str, client_id: str, client_secret: str, scope: str = "", address: str = ""
@@ -225,6 +227,8 @@ class TokenService:
             claims = self._verified(subject_token)
             subject_client = str(claims.get("client_id", ""))
             client = await self.clients.session_client(claims, self.max_session_seconds)
+            if self.revocations is not None:
+                await self.revocations.check(subject_token)
         except NotAuthenticated as exc:
             raise TokenRequestError("invalid_grant", exc.message, subject_client) from None
         return self._mint(client, scope, int(claims["auth_time"]))

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from irc_proxy.errors import NotAuthenticated
 
@@ -100,3 +101,73 @@ class ClientDirectory:
                 "client credentials again"
             )
         return client
+
+
+# Sign-out and one-time values ------------------------------------------------------------------------------
+class RevocationStore(Protocol):
+    """The state database's record of revoked tokens and used one-time values (``stores.revocations``)."""
+
+    async def add(self, kind: str, digest: str, expires_at: float, now: float) -> bool: ...
+
+    async def live(self, kind: str, now: float) -> set[str]: ...
+
+
+TOKEN = "token"  # noqa: S105 (a kind of record)
+MAX_REVOCATION_SECONDS = 86_400 * 2
+"""How long a revocation is kept when the token names no expiry of its own."""
+
+
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class Revocations:
+    """Tokens signed out before they expire, and values that may be used once (OIDC sign-in flows).
+
+    Both live in the state database, so they hold across replicas. Checking a token costs a SHA-256 and a
+    set lookup: each replica re-reads the live revoked digests at most every ``refresh_seconds`` (one
+    read at a time; meanwhile requests use the set read last), and adds its own revocations at once. So a
+    token signed out on one replica is refused there at once and on the others within ``refresh_seconds``.
+    """
+
+    def __init__(self, store: RevocationStore, refresh_seconds: float = 1.0) -> None:
+        self._store = store
+        self._refresh_seconds = refresh_seconds
+        self._revoked: set[str] = set()
+        self._fresh_until = 0.0
+        self._refreshing = False
+
+    async def revoke(self, token: str) -> None:
+        """Refuse ``token`` from now on (until it would have expired anyway)."""
+        now = time.time()
+        expires = token_expiry(token)
+        expires_at = expires if expires is not None else now + MAX_REVOCATION_SECONDS
+        await self._store.add(TOKEN, digest(token), min(expires_at, now + MAX_REVOCATION_SECONDS), now)
+        self._revoked.add(digest(token))
+
+    async def check(self, token: str) -> None:
+        """Raises: NotAuthenticated: the token was revoked (its session signed out)."""
+        if time.monotonic() >= self._fresh_until and not self._refreshing:
+            self._refreshing = True
+            try:
+                self._revoked = await self._store.live(TOKEN, time.time())
+                self._fresh_until = time.monotonic() + self._refresh_seconds
+            finally:
+                self._refreshing = False
+        if self._revoked and digest(token) in self._revoked:
+            raise NotAuthenticated("Invalid bearer token: its session was signed out; authenticate again")
+
+    async def use_once(self, kind: str, value: str, expires_at: float) -> bool:
+        """Record that ``value`` (of ``kind``) was used; False when it had been already."""
+        return await self._store.add(kind, digest(f"{kind}\x00{value}"), expires_at, time.time())
+
+
+def token_expiry(token: str) -> float | None:
+    """A JWT's ``exp`` claim, unverified (the token was verified by whoever asks to revoke it), if any."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None

@@ -20,10 +20,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
 from irc_proxy.handling.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authenticator, TokenService
+from irc_proxy.handling.sessions import Revocations
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import NO_STORE, response_for
 from irc_proxy.http.responses import json_response
-from irc_proxy.ui.session import OPEN_UI_PATHS, SESSION_COOKIE, UI_PREFIX, cookie_from_headers
+from irc_proxy.ui.session import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
 
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"
@@ -60,7 +61,7 @@ class Authentication:
         token = bearer_token(authorization.decode("latin-1")) if authorization else None
         console = scope["path"] == UI_PREFIX or scope["path"].startswith(f"{UI_PREFIX}/")
         if console and token is None:  # the console's pages: the session cookie carries the token
-            token = cookie_from_headers(scope["headers"], SESSION_COOKIE)
+            token = cookie_from_headers(scope["headers"], session_cookie(scope["scheme"]))
             if scope["path"] in OPEN_UI_PATHS:
                 await self.app(scope, receive, send)
                 return
@@ -68,6 +69,9 @@ class Authentication:
         try:
             if token is not None:
                 principal = await authenticator.authenticate(token)
+                revocations: Revocations | None = state.get("revocations")
+                if revocations is not None:  # a session signed out (the console's sign-out) before it expired
+                    await revocations.check(token)
             elif authenticator.required:
                 raise NotAuthenticated("Authentication required: send an OAuth2 bearer token")
         except NotAuthenticated as exc:

@@ -7,9 +7,10 @@
 
 The flow cookie is sealed (AES-GCM) with the page-token keys every replica shares through the state
 database, under its own associated data, so any replica finishes a flow another began, and nobody can
-read or change it; it carries its own expiry. Failures are error pages (4xx; 503 when the provider
-cannot be reached) that never show the code, a token or the client secret. Only authlib's OAuth2
-primitives are used: its httpx integration warns on import (it wants ``httpx2``).
+read or change it; it carries its own expiry, and its state is recorded as used in the state database
+when its callback runs, so a replayed callback is refused on every replica. Failures are error pages
+(4xx; 503 when the provider cannot be reached) that never show the code, a token or the client secret.
+Only authlib's OAuth2 primitives are used: its httpx integration warns on import (it wants ``httpx2``).
 """
 
 from __future__ import annotations
@@ -36,16 +37,18 @@ from starlette.routing import BaseRoute, Route
 
 from irc_proxy.errors import BadRequest, CatalogError, NotAuthenticated, NotFound, ServiceUnavailable
 from irc_proxy.handling.paging import PageTokens
+from irc_proxy.handling.sessions import Revocations
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
 from irc_proxy.settings import AuthSettings, OidcSettings
 from irc_proxy.ui.pages import SECURITY_HEADERS, render
-from irc_proxy.ui.session import UI_PREFIX, safe_next, set_session
+from irc_proxy.ui.session import UI_PREFIX, cookie_name, safe_next, set_console_cookie, set_session
 
 log = logging.getLogger("irc_proxy.auth")
 
 FLOW_COOKIE = "irc_ui_oidc"
+USED_FLOW = "oidc-flow"
 FLOW_PATH = f"{UI_PREFIX}/oidc"
 FLOW_SECONDS = 600
 MAX_SESSION_SECONDS = 12 * 3600
@@ -116,14 +119,14 @@ def _redirect_uri(request: Request) -> str:
 
 def _set_flow(response: Response, request: Request, value: str, max_age: int) -> None:
     # SameSite=Lax, not Strict: the provider sends the browser back with a cross-site top-level GET,
-    # which carries Lax cookies but never Strict ones. Path limits it to these two routes.
-    secure = request.url.scheme == "https"
-    response.set_cookie(FLOW_COOKIE, value, max_age, path=FLOW_PATH, secure=secure, httponly=True, samesite="lax")
+    # which carries Lax cookies but never Strict ones. Over plain HTTP, Path limits it to these two
+    # routes; under TLS it is a __Host- cookie (Path=/), which no other site can set.
+    set_console_cookie(response, request, FLOW_COOKIE, value, max_age, FLOW_PATH, "lax")
 
 
 def _open_flow(request: Request) -> Flow:
     stale = BadRequest("This sign-in expired or was begun in another browser or tab; sign in again")
-    sealed = request.cookies.get(FLOW_COOKIE)
+    sealed = request.cookies.get(cookie_name(request.url.scheme, FLOW_COOKIE))
     if not sealed:
         raise stale
     tokens: PageTokens = request.state.page_tokens
@@ -173,6 +176,10 @@ async def _finish(request: Request) -> Response:
     flow = _open_flow(request)
     if not hmac.compare_digest(flow.state.encode(), request.query_params.get("state", "").encode()):
         raise BadRequest("This answer does not belong to the sign-in begun in this browser (state); sign in again")
+    # Once only, on every replica: a replayed callback (the same flow cookie and state) is refused.
+    revocations: Revocations = request.state.revocations
+    if not await revocations.use_once(USED_FLOW, flow.state, flow.expires):
+        raise BadRequest("This sign-in was already finished (a replayed answer); sign in again")
     if "error" in request.query_params:  # its description is the provider's (or anyone's) text: not shown
         raise NotAuthenticated(f"The identity provider did not sign you in ({_word(request.query_params['error'])})")
     code = request.query_params.get("code", "")

@@ -29,9 +29,9 @@ from irc_proxy.ui import charts, loading, models
 from irc_proxy.ui.session import (
     UI_PREFIX,
     check_csrf,
-    clear_session,
     csrf_token,
     remember_csrf,
+    end_session,
     safe_next,
     set_session,
 )
@@ -157,7 +157,7 @@ async def logout(request: Request) -> Response:
         status, kind = classify(exc)
         return render(request, "error.html", status, status=status, kind=kind, message=exc.message)
     response = RedirectResponse(f"{UI_PREFIX}/login", status_code=303, headers=SECURITY_HEADERS)
-    clear_session(response)
+    await end_session(response, request)  # the token is revoked on every replica, not just forgotten
     return response
 
 

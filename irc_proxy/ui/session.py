@@ -1,15 +1,25 @@
 """The console's session and CSRF cookies.
 
 The session cookie holds the bearer token the sign-in was issued (``oauth2``: the client-credentials
-grant of ``/v1/oauth/tokens``), so every page is authenticated and authorized exactly like the REST API
-(``http.auth.Authentication`` reads it for ``/ui`` paths). It is HttpOnly, SameSite=Strict, limited to
-``/ui``, Secure behind TLS, and lives no longer than the token. Forms that change anything carry a CSRF
-token that must equal the CSRF cookie (double submit; the cookie is HttpOnly and SameSite=Strict, so
-another site can neither read nor send it).
+grant of ``/v1/oauth/tokens``; ``oidc``: the provider's access token), so every page is authenticated and
+authorized exactly like the REST API (``http.auth.Authentication`` reads it for ``/ui`` paths only: the
+REST API never takes it). It is HttpOnly, SameSite=Strict and lives no longer than the token; over
+plain HTTP it is limited to ``/ui``; under TLS it is ``__Host-`` prefixed (Secure, ``Path=/``, no Domain),
+so no other site, not even a sibling subdomain, can set or replace it. Signing out revokes the token in
+the state database (``handling.sessions.Revocations``), so a copied token stops working too.
+
+Forms that change anything carry a CSRF token: an HMAC, under a key every replica shares
+(``stores.ui_keys``), of the session token. Another site may toss a CSRF cookie of its choice (the old
+double-submit scheme fell to that) but cannot compute a token for the victim's session. Before signing
+in there is no session: the sign-in form's token is an HMAC of a random pre-session cookie and the
+browser's address, and ``http.cross_site`` refuses any console write whose ``Origin`` or
+``Sec-Fetch-Site`` is not this console's own, which is the main guard there.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import secrets
 
@@ -17,14 +27,17 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
 
 from irc_proxy.errors import Forbidden
+from irc_proxy.handling.sessions import Revocations
 
 UI_PREFIX = "/ui"
 SESSION_COOKIE = "irc_ui_session"
 CSRF_COOKIE = "irc_ui_csrf"
+SECURE_PREFIX = "__Host-"
 OPEN_UI_PATHS = frozenset(
     {f"{UI_PREFIX}/login", f"{UI_PREFIX}/static/console.css", f"{UI_PREFIX}/oidc/start", f"{UI_PREFIX}/oidc/callback"}
 )
 """Pages anyone may fetch: the sign-in form, the OIDC sign-in's start and callback, and the stylesheet."""
+_PRE_SESSION_LENGTH = 43  # secrets.token_urlsafe(32)
 
 
 def cookie_from_headers(headers: list[tuple[bytes, bytes]], name: str) -> str | None:
@@ -36,50 +49,93 @@ def cookie_from_headers(headers: list[tuple[bytes, bytes]], name: str) -> str | 
     return found
 
 
-def _secure(request: Request) -> bool:
-    return request.url.scheme == "https"
+def cookie_name(scheme: str, name: str) -> str:
+    """A console cookie's name: ``__Host-`` prefixed under TLS."""
+    return SECURE_PREFIX + name if scheme == "https" else name
 
 
-def set_session(response: Response, request: Request, token: str, lifetime_seconds: int) -> None:
+def session_cookie(scheme: str) -> str:
+    return cookie_name(scheme, SESSION_COOKIE)
+
+
+def set_console_cookie(
+    response: Response, request: Request, name: str, value: str, max_age: int | None, path: str, samesite: str
+) -> None:
+    """Set one of the console's cookies: HttpOnly; under TLS ``__Host-`` prefixed, Secure, ``Path=/``."""
+    secure = request.url.scheme == "https"
     response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        max_age=lifetime_seconds,
-        path=UI_PREFIX,
-        secure=_secure(request),
+        cookie_name(request.url.scheme, name),
+        value,
+        max_age=max_age,
+        path="/" if secure else path,
+        secure=secure,
         httponly=True,
-        samesite="strict",
+        samesite=samesite,  # type: ignore[arg-type]
     )
 
 
-def clear_session(response: Response) -> None:
-    response.delete_cookie(SESSION_COOKIE, path=UI_PREFIX, httponly=True, samesite="strict")
+def set_session(response: Response, request: Request, token: str, lifetime_seconds: int) -> None:
+    set_console_cookie(response, request, SESSION_COOKIE, token, lifetime_seconds, UI_PREFIX, "strict")
+
+
+def clear_session(response: Response, request: Request) -> None:
+    set_console_cookie(response, request, SESSION_COOKIE, "", 0, UI_PREFIX, "strict")
+
+
+async def end_session(response: Response, request: Request) -> None:
+    """Sign out: revoke the session's token in the state database (every replica), then clear the cookie."""
+    token = request.cookies.get(session_cookie(request.url.scheme))
+    revocations: Revocations | None = request.state.revocations
+    if token and revocations is not None:
+        await revocations.revoke(token)
+    clear_session(response, request)
+
+
+def _bound_to(request: Request) -> tuple[bytes, str] | None:
+    """What this browser's CSRF tokens are bound to: its session token, or before signing in its
+    pre-session cookie and address (None when it has neither yet)."""
+    session = request.cookies.get(session_cookie(request.url.scheme))
+    if session:
+        return b"session", session
+    pre = request.cookies.get(cookie_name(request.url.scheme, CSRF_COOKIE), "")
+    if len(pre) != _PRE_SESSION_LENGTH:
+        pre = request.scope.get("ui_csrf", "")
+        if not pre:
+            return None
+    address = request.client.host if request.client else ""
+    return b"pre-session", f"{pre}\x00{address}"
+
+
+def _mac(key: bytes, purpose: bytes, value: str) -> str:
+    digest = hmac.new(key, b"irc-proxy console csrf\x00" + purpose + b"\x00" + value.encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
 
 
 def csrf_token(request: Request) -> str:
-    """This browser's CSRF token (a new one when it has none; ``remember_csrf`` sets the cookie)."""
-    current = request.cookies.get(CSRF_COOKIE, "")
-    if len(current) == 43:
-        return current
-    token: str | None = request.scope.get("ui_csrf")
-    if token is None:
-        token = request.scope["ui_csrf"] = secrets.token_urlsafe(32)
-    return token
+    """The CSRF token of this browser's forms (a new pre-session cookie when it has neither a session nor
+    one; ``remember_csrf`` sets it)."""
+    bound = _bound_to(request)
+    if bound is None:
+        request.scope["ui_csrf"] = secrets.token_urlsafe(32)
+        bound = _bound_to(request)
+        assert bound is not None
+    keys: list[bytes] = request.state.csrf_keys
+    return _mac(keys[0], *bound)
 
 
 def remember_csrf(response: Response, request: Request) -> None:
-    """Set the CSRF cookie when this response's forms carry a new token."""
+    """Set the pre-session cookie when this response's forms are bound to a new one."""
     token = request.scope.get("ui_csrf")
     if token is not None:
-        response.set_cookie(
-            CSRF_COOKIE, token, path=UI_PREFIX, secure=_secure(request), httponly=True, samesite="strict"
-        )
+        set_console_cookie(response, request, CSRF_COOKIE, token, None, UI_PREFIX, "strict")
 
 
 def check_csrf(request: Request, submitted: str) -> None:
-    """Raises Forbidden unless the form's token equals the CSRF cookie."""
-    cookie = request.cookies.get(CSRF_COOKIE, "")
-    if not cookie or not hmac.compare_digest(cookie.encode(), submitted.encode()):
+    """Raises Forbidden unless the form's token is this browser's (its session's, or before signing in its
+    pre-session cookie's)."""
+    bound = _bound_to(request) if "ui_csrf" not in request.scope else None
+    keys: list[bytes] = request.state.csrf_keys
+    if bound is None or not any(hmac.compare_digest(_mac(key, *bound).encode(), submitted.encode()) for key in keys):
         raise Forbidden("The form is stale or was not sent from this console (CSRF check failed); reload the page")
 
 

@@ -102,13 +102,13 @@ def test_keep_alive_survives_an_answer_given_before_the_body_arrived(proxy) -> N
     body = b'{"namespace": ["a"]}'
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(
-            b"POST /v1/nope/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /v1/nope/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
         )
         time.sleep(0.3)  # the 404 is decided before any of the body has arrived
         sock.sendall(body)
         assert b" 404 " in _read_response(sock).split(b"\r\n")[0]
-        sock.sendall(b"GET /v1/config HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /v1/config HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         second = _read_response(sock)
         assert second, "the server closed the connection after answering before the body was read"
         assert b" 200 " in second.split(b"\r\n")[0]

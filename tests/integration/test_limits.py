@@ -22,6 +22,8 @@ keep_alive_timeout_seconds = 1
 log_format = "json"
 """
 
+JSON = {"Content-Type": "application/json"}
+
 
 @pytest.fixture(scope="module")
 def limited(serve: Serve) -> ProxyProcess:
@@ -33,7 +35,9 @@ def big_namespace_body(size: int) -> bytes:
 
 
 def test_body_over_the_limit_is_413(limited: ProxyProcess) -> None:
-    response = httpx.post(f"{limited.url}/v1/local/namespaces", content=big_namespace_body(10_000), timeout=10)
+    response = httpx.post(
+        f"{limited.url}/v1/local/namespaces", content=big_namespace_body(10_000), headers=JSON, timeout=10
+    )
     assert_error(response, 413, "RequestEntityTooLargeException", "4096 bytes")
 
 
@@ -44,20 +48,25 @@ def test_chunked_body_over_the_limit_is_413(limited: ProxyProcess) -> None:
         for start in range(0, len(body), 1000):
             yield body[start : start + 1000]
 
-    response = httpx.post(f"{limited.url}/v1/local/namespaces", content=chunks(), timeout=10)
+    response = httpx.post(f"{limited.url}/v1/local/namespaces", content=chunks(), headers=JSON, timeout=10)
     assert "content-length" not in response.request.headers
     assert_error(response, 413, "RequestEntityTooLargeException")
     assert httpx.head(f"{limited.url}/v1/local/namespaces/big", timeout=10).status_code == 404
 
 
 def test_body_under_the_limit_is_served(limited: ProxyProcess) -> None:
-    response = httpx.post(f"{limited.url}/v1/local/namespaces", content=big_namespace_body(1000), timeout=10)
+    response = httpx.post(
+        f"{limited.url}/v1/local/namespaces", content=big_namespace_body(1000), headers=JSON, timeout=10
+    )
     assert response.status_code == 200, response.text
 
 
 def test_stalled_client_is_disconnected(limited: ProxyProcess) -> None:
     with socket.create_connection(("127.0.0.1", limited.port), timeout=10) as sock:
-        sock.sendall(b"POST /v1/local/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        sock.sendall(
+            b"POST /v1/local/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{"
+        )
         started = time.monotonic()
         data = sock.recv(65536)  # the server gives up on the body and closes the connection
         while data and b"\r\n\r\n" not in data:

@@ -123,7 +123,8 @@ def test_sign_in_sets_a_strict_http_only_cookie_and_rejects_bad_secrets_and_miss
 
         no_csrf = browser.post("/ui/logout", data={})
         assert no_csrf.status_code == 403
-        out = browser.post("/ui/logout", data={"csrf": token})
+        assert browser.post("/ui/logout", data={"csrf": token}).status_code == 403  # bound to no session: stale
+        out = browser.post("/ui/logout", data={"csrf": csrf_of(page)})
         assert out.status_code == 303 and 'irc_ui_session=""' in out.headers["set-cookie"]
 
 
