@@ -3,7 +3,8 @@ allowed locations.
 
 A location is a URI with a scheme (``file:///…``, ``s3://bucket/…``). Before any I/O it is normalised and
 checked: no empty or relative location, no ``.``/``..`` or empty segments (also percent-encoded: ``file:``
-paths are decoded before use), no control characters, a scheme the catalog is configured for, and a prefix of
+paths are decoded before use), no ``file:`` segment over 255 bytes (a 400, not the file system's error), no
+control characters, a scheme the catalog is configured for, and a prefix of
 one of ``allowed_locations`` (segment-wise: ``s3://b/wh`` does not contain ``s3://b/wh2``).
 """
 
@@ -25,6 +26,8 @@ _SCHEME_FAMILY = {"s3a": "s3", "s3n": "s3", "abfss": "abfs", "wasbs": "wasb"}
 """Schemes that address the same store (Hadoop's S3A/S3N clients name S3 buckets)."""
 _SHOWN = 300
 MAX_LOCATION_CHARS = 2048
+MAX_FILE_NAME_BYTES = 255
+"""The longest directory or file name of a ``file:`` location (NAME_MAX on Linux, macOS and Windows)."""
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
@@ -111,6 +114,11 @@ def parse_location(location: str) -> Location:
             )
     if scheme == "file" and not segments:
         raise InvalidLocation(f"Invalid location {shown(location)}: the file-system root is not a table location")
+    if scheme == "file" and any(len(unquote(segment).encode()) > MAX_FILE_NAME_BYTES for segment in segments):
+        raise InvalidLocation(
+            f"Invalid location {shown(location)}: a path segment is longer than {MAX_FILE_NAME_BYTES} bytes "
+            "(the longest file name a file system allows)"
+        )
     return Location(scheme, authority, path)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from irc_proxy.backends.base import Backend, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
-from irc_proxy.handling.naming import Namespace, NamespaceCodec, display
+from irc_proxy.handling.naming import Namespace, NamespaceCodec, display, validate_new_namespace
 from irc_proxy.handling.paging import Fetch, Page, PageRequest, collect
 from irc_proxy.handling.views_index import ViewIndex
 
@@ -68,6 +68,7 @@ class Namespaces:
 
     async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
         """Create the namespace and any missing parents in one step."""
+        validate_new_namespace(namespace)  # every level fits its default directory
         flat = self._codec.to_flat(namespace)
         properties = self._confined(properties)
         if await self._backend.namespace_exists(flat):

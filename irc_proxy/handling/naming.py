@@ -4,10 +4,23 @@
 escaped first, so the mapping is reversible for any level: ``%`` and the separator are
 percent-encoded, and so are ``.`` and ``/`` (backends and warehouse paths treat them specially)
 and control characters. ``("a:b",)`` is stored as ``a%3Ab``; ``("new.db",)`` as ``new%2Edb``.
+
+Name lengths. A namespace's flat name is at most 255 UTF-8 bytes (Glue's limit for a database).
+A new namespace level, table or view name must also fit its default directory: ``path_part``
+(handling/storage.py) spells every character outside ``A-Z a-z 0-9 _ . = -`` as ``~xx`` per UTF-8
+byte, and a taken default location gets a ``-xxxxxxxx`` suffix, so the spelt name may be at most
+``MAX_DIRECTORY_NAME`` = 255 - 9 = 246 characters: a file name fits the 255 bytes every common file
+system allows, and no create is a 5xx from the file system. That is 246 plain ASCII characters, or
+82 UTF-8 bytes of other characters (27 CJK characters, 41 accented Latin ones). The limit applies on
+every backend, where a name is made (create, register, rename, restore), so a name that works in one
+catalog works in all; existing longer names made by other engines stay readable and droppable.
+The spelling is kept reversible (no hashing): a location is recognised as a namespace's directory by
+reading the levels back (``path_name``), which stops a table from taking a namespace's directory.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -16,6 +29,10 @@ from irc_proxy.errors import BadRequest
 
 Namespace = tuple[str, ...]
 MAX_NAME_LENGTH = 255
+MAX_DIRECTORY_NAME = 255 - len("-0123abcd")
+"""The longest default directory name (``path_part``) of a new namespace level, table or view."""
+DIRECTORY_SAFE = re.compile(r"[A-Za-z0-9_.=-]")
+"""The characters ``path_part`` keeps as they are (every other one is ``~xx`` per UTF-8 byte)."""
 
 
 @dataclass(frozen=True)
@@ -81,11 +98,41 @@ def validate_namespace(namespace: Sequence[str]) -> None:
 
 
 def validate_name(name: str, kind: str = "table") -> str:
-    """Return ``name`` if it is a valid table or view name; raise BadRequest otherwise."""
+    """Return ``name`` if it is a valid name for a new table or view; raise BadRequest otherwise."""
     if not isinstance(name, str) or not name:
         raise BadRequest(f"Invalid {kind} name: must be a non-empty string")
     if len(name.encode()) > MAX_NAME_LENGTH:
         raise BadRequest(f"Invalid {kind} name: longer than {MAX_NAME_LENGTH} bytes")
     if any(ord(ch) < 0x20 for ch in name):
-        raise BadRequest(f"Invalid {kind} name {name!r}: control characters are not allowed")
+        raise BadRequest(f"Invalid {kind} name {shown(name)}: control characters are not allowed")
+    _check_directory_name(name, f"{kind} name")
     return name
+
+
+def validate_new_namespace(namespace: Sequence[str]) -> None:
+    """Raise BadRequest unless every level of a namespace about to be created fits its default directory."""
+    validate_namespace(namespace)
+    for level in namespace:
+        _check_directory_name(level, "namespace level")
+
+
+def directory_name_length(name: str) -> int:
+    """``len(path_part(name))``: 1 per kept character, 3 per UTF-8 byte of any other (``.``/``..``: 3 per dot)."""
+    if name in (".", ".."):
+        return 3 * len(name)
+    return sum(1 if DIRECTORY_SAFE.fullmatch(ch) else 3 * len(ch.encode()) for ch in name)
+
+
+def _check_directory_name(name: str, what: str) -> None:
+    length = directory_name_length(name)
+    if length > MAX_DIRECTORY_NAME:
+        raise BadRequest(
+            f"Invalid {what} {shown(name)}: its directory name would be {length} bytes, over the limit of "
+            f"{MAX_DIRECTORY_NAME} (characters other than A-Z a-z 0-9 _ . = - count 3 bytes per UTF-8 byte: "
+            f"at most {MAX_DIRECTORY_NAME // 3} UTF-8 bytes of them)"
+        )
+
+
+def shown(name: str, limit: int = 80) -> str:
+    """A client's name as messages quote it: ``repr``-escaped (no raw control character) and bounded."""
+    return repr(name if len(name) <= limit else name[:limit] + "...")
