@@ -7,12 +7,16 @@ database on create, register, commit, rename and drop (``stores/locations.py``).
 trusted after asking the object itself: rows of objects that are gone (dropped by another engine, a crash
 between claim and create) are forgotten on the way, so the index heals instead of blocking names forever;
 only a claim made moments ago (``PENDING_CLAIM``) is held without its object, as a create in flight.
+
+A dropped object kept in the trash keeps its storage under a ``trash`` owner (``trash_owner``) until it is
+restored, expunged or expires, so nothing else can take it meanwhile; a restore (or a register allowed to
+claim the entry) *adopts* that claim: it is passed as ``adopting`` and ignored by that one check.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from irc_proxy.errors import BadRequest, CatalogError
@@ -35,6 +39,19 @@ before the pointer lands), not for a leftover: it holds its roots. A crash betwe
 blocks the roots for this long at most."""
 
 
+TRASH = "trash"
+"""The owner kind of a trash entry's storage (``Owner(TRASH, "", entry_id)``)."""
+
+
+def trash_owner(entry_id: str) -> Owner:
+    """Who holds a trash entry's storage while it is kept."""
+    return Owner(TRASH, "", entry_id)
+
+
+def _owners(exclude: Owner | None, adopting: Iterable[Owner]) -> frozenset[Owner]:
+    return frozenset([*([] if exclude is None else [exclude]), *adopting])
+
+
 def _pending(holding: Holding) -> bool:
     return holding.since is not None and datetime.now(UTC) - holding.since < PENDING_CLAIM
 
@@ -55,7 +72,7 @@ class Occupancy:
         self.live: dict[str, LivePaths] = {}
         """Per kind (``table``, ``view``): how to ask an object for its current roots (set by the catalog)."""
 
-    async def _conflicts(self, keys: Sequence[str], exclude: Owner | None) -> list[str]:
+    async def _conflicts(self, keys: Sequence[str], exclude: frozenset[Owner]) -> list[str]:
         """Keys of live roots of other objects that overlap ``keys``."""
         assert self._store is not None
         return await self._live(await self._store.holders(self.catalog, keys, exclude), keys)
@@ -86,12 +103,19 @@ class Occupancy:
             found += [k for k in current_keys if any(parse_location(k).overlaps(w) for w in wanted)]
         return found
 
-    async def check_free(self, locations: Sequence[str], exclude: Owner | None = None, what: str = "Location") -> None:
-        """Raise LocationOverlap if a location overlaps a live object's storage (other than ``exclude``)."""
+    async def check_free(
+        self,
+        locations: Sequence[str],
+        exclude: Owner | None = None,
+        what: str = "Location",
+        adopting: Iterable[Owner] = (),
+    ) -> None:
+        """Raise LocationOverlap if a location overlaps a live object's storage (other than ``exclude`` and
+        the trash claims being ``adopting``)."""
         if self._store is None or self._allow_overlap or not locations:
             return
         keys = [location_key(location) for location in locations]
-        if await self._conflicts(keys, exclude):
+        if await self._conflicts(keys, _owners(exclude, adopting)):
             raise self._overlap(locations, what)
 
     def _overlap(self, locations: Sequence[str], what: str) -> LocationOverlap:
@@ -104,12 +128,18 @@ class Occupancy:
         """Whether a live object's storage overlaps ``location`` (for choosing a free default location)."""
         if self._store is None:
             return False
-        return bool(await self._conflicts([location_key(location)], None))
+        return bool(await self._conflicts([location_key(location)], frozenset()))
 
     async def claim(
-        self, owner: Owner, locations: Sequence[str], previous: Sequence[str] = (), what: str = "Location"
+        self,
+        owner: Owner,
+        locations: Sequence[str],
+        previous: Sequence[str] = (),
+        what: str = "Location",
+        adopting: Iterable[Owner] = (),
     ) -> None:
-        """Record ``locations`` as ``owner``'s roots, refusing overlap with any other live object.
+        """Record ``locations`` as ``owner``'s roots, refusing overlap with any other live object (the trash
+        claims in ``adopting`` excepted: the caller takes them over and releases them once it landed).
 
         Recorded first, checked second: two replicas claiming overlapping roots at once both see the other
         and both refuse, never both succeed. On refusal ``previous`` is recorded again.
@@ -121,7 +151,7 @@ class Occupancy:
         if self._allow_overlap:
             return
         try:
-            if await self._conflicts(keys, owner):
+            if await self._conflicts(keys, _owners(owner, adopting)):
                 raise self._overlap(locations, what)
         except BaseException:
             await self._store.hold(self.catalog, owner, [location_key(p) for p in previous])
@@ -140,6 +170,10 @@ class Occupancy:
             await self.release(owner)
         elif current:  # [] = live but unreadable: keep what is recorded
             await self.record(owner, current)
+
+    async def holds(self, owner: Owner) -> bool:
+        """Whether anything is recorded for ``owner`` (True without a store: nothing to record then)."""
+        return self._store is None or bool(await self._store.held(self.catalog, owner))
 
     async def indexed(self) -> bool:
         """Whether the objects that predate the index were recorded (``backfill``); True without a store."""

@@ -94,11 +94,13 @@ class CatalogStorage:
         self._warehouse = parse_location(warehouse) if warehouse and locations is not None else None
         self._namespace_exists = namespace_exists
 
-    async def claim(self, owner: Owner, roots: Sequence[str], what: str = "Location") -> None:
+    async def claim(
+        self, owner: Owner, roots: Sequence[str], what: str = "Location", adopting: Sequence[Owner] = ()
+    ) -> None:
         """Take ``roots`` for ``owner``: refused over an allowed location itself, a namespace's directory,
-        or another live object's storage."""
+        or another live object's storage (``adopting``: trash claims a restore takes over)."""
         await self._check_structure(roots, what)
-        await self.occupancy.claim(owner, roots, what=what)
+        await self.occupancy.claim(owner, roots, what=what, adopting=adopting)
 
     async def check_free(self, roots: Sequence[str], exclude: Owner | None = None, what: str = "Location") -> None:
         """As ``claim`` would check, without taking anything (stage-create, a commit before its swap)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from irc_proxy.handling import audit_objects, delegation
+from irc_proxy.handling import audit_objects, delegation, trash_ops
 from irc_proxy.handling.access import Access
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.delegation import Asked, Granted
@@ -18,6 +18,7 @@ from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.serving import planning_defaults
 from irc_proxy.handling.tables import LoadedTable, TableCreate
 from irc_proxy.handling.trash import Trash
+from irc_proxy.handling.trash_ops import adopted
 from irc_proxy.handling.vending import table_locations
 
 
@@ -59,12 +60,17 @@ async def register_table(
     asked: Asked,
     trash: Trash | None = None,
 ) -> TableResult:
+    """Register a table. A dropped table's metadata file registered again takes it out of the trash (never
+    purged then), for callers holding the privileges its restore to ``ident`` needs (``trash_ops``)."""
     audit_objects.note(access.context, ident)
+    kept = [] if trash is None else await trash_ops.claimable(access, trash, catalog, "table", metadata_location, ident)
     locations = await delegation.register_locations(catalog, metadata_location)
     granted = await delegation.table_access(access, catalog, ident, locations, asked)
-    loaded = await catalog.tables.register(ident.namespace, ident.name, metadata_location, overwrite)
-    if trash is not None:  # a dropped table's metadata registered again: out of the trash, never purged
+    tables = catalog.tables
+    loaded = await tables.register(ident.namespace, ident.name, metadata_location, overwrite, None, adopted(kept))
+    if trash is not None:
         await trash.registered(catalog, loaded.metadata_location or metadata_location)
+        trash_ops.registered(access, trash, kept, ident)
     return _result(catalog, loaded, granted)
 
 

@@ -229,8 +229,10 @@ class Tables:
         metadata_location: str,
         overwrite: bool,
         entry: Mapping[str, Any] | None = None,
+        adopting: Sequence[Owner] = (),
     ) -> LoadedTable:
-        """Point ``name`` at an existing metadata file (``entry``: a dropped table's backend attributes, restored)."""
+        """Point ``name`` at an existing metadata file (``entry``: a dropped table's backend attributes, restored;
+        ``adopting``: the trash claims on its storage this register takes over)."""
         ident = TableIdent(namespace, validate_name(name))
         flat = await self._namespaces.flat_existing(namespace)
         if await self._views.view_exists(flat, ident.name):
@@ -244,10 +246,10 @@ class Tables:
         owner = table_owner(flat, ident.name)
         metadata_location = self.storage.confine(metadata_location, "Metadata location")  # before any I/O
         exclude = owner if current is not None else None
-        await self.storage.occupancy.check_free([metadata_location], exclude, "Metadata file")
+        await self.storage.occupancy.check_free([metadata_location], exclude, "Metadata file", adopting)
         metadata = await self.files.read_fresh(metadata_location)
         roots = self.storage.confine_paths(metadata.location, metadata.properties)
-        await self.storage.claim(owner, roots, what="Table location")
+        await self.storage.claim(owner, roots, "Table location", adopting)
         try:
             swapped = await self._commits().swap_table_pointers(
                 [PointerSwap(flat, ident.name, current, metadata_location, metadata, entry)]

@@ -6,19 +6,31 @@ Admins may do anything. Anyone else is held to the privileges the drop and the r
   ``view.drop`` on the original identifier; a caller with no grant in the catalog is refused);
 * restoring needs that drop privilege at the source and the create privilege at the destination
   (``table.create`` or ``view.create`` on its namespace; ``namespace.create`` on the parent when a
-  missing namespace is to be created);
+  missing namespace is to be created); restoring under another identifier also needs ``table.read`` or
+  ``view.read`` on the original (else a drop privilege would become read and ownership of the object);
+* registering a kept object's metadata file (``register``, ``register-view``) *is* a restore to the
+  register's identifier: the same privileges, checked here for the register paths (``claimable``);
 * expunging needs the drop privilege at the source (a purge then does what the drop asked for).
+
+A restore is audited under both identifiers: the request's record names the original, a second record
+(same request id) the destination when it differs; each says what was restored as what.
 """
 
 from __future__ import annotations
 
+import time
+
 from irc_proxy.handling.access import Access
 from irc_proxy.handling.authz import Privilege, SecurableType
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.occupancy import trash_owner
 from irc_proxy.handling.trash import Restore, Restored, Trash, TrashEntry, TrashFilter, original
+from irc_proxy.stores.locations import Owner
 
 _DROP = {"table": Privilege.TABLE_DROP, "view": Privilege.VIEW_DROP}
 _CREATE = {"table": Privilege.TABLE_CREATE, "view": Privilege.VIEW_CREATE}
+_READ = {"table": Privilege.TABLE_READ, "view": Privilege.VIEW_READ}
 
 
 def _kind(entry: TrashEntry) -> SecurableType:
@@ -46,15 +58,64 @@ async def list_entries(
     return page, (offset + limit if len(found) > limit else None)
 
 
+async def _require_restorer(access: Access, entry: TrashEntry, target: TableIdent, create_namespace: bool) -> None:
+    """Drop at the source; ``namespace.create`` on the parent if asked; create at the destination; and read
+    on the source when the destination is another identifier."""
+    await _require_dropper(access, entry)
+    if create_namespace:
+        await access.require(Privilege.NAMESPACE_CREATE, access.namespace(target.namespace[:-1]))
+    await access.require(_CREATE[entry.kind], access.namespace(target.namespace))
+    if target != original(entry):
+        await access.require(_READ[entry.kind], access.of_kind(_kind(entry), original(entry)))
+
+
+def _audit_restore(access: Access, trash: Trash, entry: TrashEntry, target: TableIdent, how: str) -> None:
+    """Name the original in the request's record and the destination in a second one (see the module)."""
+    source, note = original(entry), access.context.audit
+    what = f"{how} {entry.kind} {source} as {target} (trash entry {entry.entry_id}, dropped by {entry.dropped_by})"
+    checks = list(dict.fromkeys((note.reason or "").split("; ")))  # one drop and one create check: "admin; admin"
+    note.reason = "; ".join([*filter(None, checks), what])
+    if how == "restored":
+        note.object = str(source)
+    if target != source or how != "restored":
+        other = target if how == "restored" else source
+        operation = note.operation or "trash.restore"
+        request_id = access.context.request_id
+        trash.audit(operation, entry, access.context.principal, note.reason, time.monotonic(), other, request_id)
+
+
 async def restore_entry(access: Access, trash: Trash, catalog: Catalog, entry_id: str, restore: Restore) -> Restored:
     """Restore an entry under its own or a new identifier (see the module for the privileges)."""
     entry = await trash.entry(catalog, entry_id)
-    await _require_dropper(access, entry)
     target = restore.target or original(entry)
-    if restore.create_namespace:
-        await access.require(Privilege.NAMESPACE_CREATE, access.namespace(target.namespace[:-1]))
-    await access.require(_CREATE[entry.kind], access.namespace(target.namespace))
-    return await trash.restore(catalog, entry, restore)
+    access.context.audit.object = str(original(entry))
+    await _require_restorer(access, entry, target, restore.create_namespace)
+    restored = await trash.restore(catalog, entry, restore)
+    _audit_restore(access, trash, entry, restored.ident, "restored")
+    return restored
+
+
+async def claimable(
+    access: Access, trash: Trash, catalog: Catalog, kind: str, metadata_location: str, target: TableIdent
+) -> list[TrashEntry]:
+    """The kept entries of ``kind`` a register of ``metadata_location`` as ``target`` takes out of the trash,
+    once the caller is found to hold the restore privileges for each (Forbidden otherwise). Entries of the
+    other kind are not taken: their storage claim refuses the register (400)."""
+    entries = [entry for entry in await trash.kept_at(catalog, metadata_location) if entry.kind == kind]
+    for entry in entries:
+        await _require_restorer(access, entry, target, create_namespace=False)
+    return entries
+
+
+def adopted(entries: list[TrashEntry]) -> list[Owner]:
+    """The storage claims of ``entries`` (a register passes them as ``adopting``)."""
+    return [trash_owner(entry.entry_id) for entry in entries]
+
+
+def registered(access: Access, trash: Trash, entries: list[TrashEntry], target: TableIdent) -> None:
+    """Audit a register that took ``entries`` out of the trash under their original identifiers too."""
+    for entry in entries:
+        _audit_restore(access, trash, entry, target, "registered")
 
 
 async def expunge_entry(access: Access, trash: Trash, catalog: Catalog, entry_id: str) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from irc_proxy.handling import audit_objects, view_commits
-from irc_proxy.handling.access import visible_objects
+from irc_proxy.handling import audit_objects, trash_ops, view_commits
+from irc_proxy.handling.access import Access, visible_objects
 from irc_proxy.handling.authz import SecurableType
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.commit_bodies import ChangeBody, IdentifierBody, Limits, Offload, body_ident, view_change
@@ -76,15 +76,19 @@ async def rename_view(
 
 
 async def register_view(
-    context: RequestContext,
+    access: Access,
     catalog: Catalog,
     namespace: Namespace,
     name: str,
     metadata_location: str,
     trash: Trash | None = None,
 ) -> LoadedView:
-    """Register the view whose current metadata is at ``metadata_location``, owned by the caller."""
-    view = await catalog.require_views().register(namespace, name, metadata_location, context.principal)
-    if trash is not None:  # a dropped view's metadata registered again: its trash entry is claimed
+    """Register the view whose current metadata is at ``metadata_location``, owned by the caller. A dropped
+    view's file takes it out of the trash, for callers holding the privileges of its restore (``trash_ops``)."""
+    views, target = catalog.require_views(), TableIdent(namespace, name)
+    kept = [] if trash is None else await trash_ops.claimable(access, trash, catalog, "view", metadata_location, target)
+    view = await views.register(namespace, name, metadata_location, access.context.principal, trash_ops.adopted(kept))
+    if trash is not None:
         await trash.registered(catalog, view.metadata_location)
+        trash_ops.registered(access, trash, kept, target)
     return view

@@ -37,6 +37,23 @@ from irc_proxy.stores.views import TRASH_NAMESPACE, StoredView, ViewStore
 from irc_proxy.threads import ThreadRunner
 
 
+def _check_registered(metadata: ViewMetadata) -> None:
+    """A registered file must be a view every reader can show: its current version is one of its versions,
+    version ids are unique, each version's schema is one of its schemas, the current one has valid SQL."""
+    versions = {version.version_id: version for version in metadata.versions}
+    if len(versions) != len(metadata.versions):
+        raise BadRequest("Invalid view metadata file: two versions have the same version-id")
+    current = versions.get(metadata.current_version_id)
+    if current is None:
+        raise BadRequest(
+            f"Invalid view metadata file: current-version-id {metadata.current_version_id} names no version"
+        )
+    schemas = {schema.schema_id for schema in metadata.schemas}
+    if any(version.schema_id not in schemas for version in metadata.versions):
+        raise BadRequest("Invalid view metadata file: a version's schema-id names no schema")
+    vc.validate_version(current)
+
+
 @dataclass(frozen=True)
 class LoadedView:
     metadata_location: str
@@ -296,7 +313,7 @@ class Views:
         await self._tables.storage.occupancy.forget(view_owner(flat, ident.name))
         return entry
 
-    async def restore(self, entry_id: str, target: TableIdent) -> LoadedView | None:
+    async def restore(self, entry_id: str, target: TableIdent, adopting: Sequence[Owner] = ()) -> LoadedView | None:
         """Bring a view back from the trash as ``target`` with its whole history; None when the entry is gone.
 
         Raises AlreadyExists (the name or the view's location is taken) or NoSuchNamespace.
@@ -310,7 +327,7 @@ class Views:
         storage = self._tables.storage
         owner = view_owner(flat, target.name)
         roots = storage.confine_paths(kept.metadata.location, kept.metadata.properties)
-        await storage.claim(owner, roots, what="View location")
+        await storage.claim(owner, roots, "View location", adopting)
         try:
             restored = await self._store.restore_from_trash(self._catalog, entry_id, flat, target.name)
         except AlreadyExists:
@@ -351,16 +368,21 @@ class Views:
         occupancy = self._tables.storage.occupancy
         await occupancy.move(view_owner(source_flat, source.name), view_owner(target_flat, target.name))
 
-    async def register(self, namespace: Namespace, name: str, metadata_location: str, principal: str) -> LoadedView:
+    async def register(
+        self, namespace: Namespace, name: str, metadata_location: str, principal: str, adopting: Sequence[Owner] = ()
+    ) -> LoadedView:
+        """Register a view file (``adopting``: the trash claims on its storage this register takes over)."""
         ident = TableIdent(namespace, validate_name(name, "view"))
         flat = await self._namespaces.flat_existing(namespace)
         await self._check_free(flat, ident)
         storage = self._tables.storage
         metadata_location = storage.confine(metadata_location, "Metadata location")  # before any I/O
-        await storage.occupancy.check_free([metadata_location], None, "Metadata file")
+        await storage.occupancy.check_free([metadata_location], None, "Metadata file", adopting)
         metadata = await self._read(metadata_location)
+        _check_registered(metadata)
         owner = view_owner(flat, ident.name)
-        await storage.claim(owner, storage.confine_paths(metadata.location, metadata.properties), what="View location")
+        roots = storage.confine_paths(metadata.location, metadata.properties)
+        await storage.claim(owner, roots, "View location", adopting)
         try:
             await self._store.create(self._catalog, flat, ident.name, metadata, metadata_location, principal)
         except AlreadyExists:

@@ -11,7 +11,7 @@ import datetime
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from pydantic import Field, StrictBool, StrictStr
 from starlette.requests import Request
@@ -343,6 +343,7 @@ class RestoreRequest(_Body):
 
 def _trash(request: Request) -> tuple[Access, Trash, Catalog]:
     catalog = parsing.catalogs(request).get(_path_name(request, "catalog"))
+    parsing.context(request).audit.params["prefix"] = quote(catalog.name, safe="")  # the record's catalog
     trash: Trash = request.state.trash
     return access.of(request, catalog=catalog.name), trash, catalog
 

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from irc_proxy.handling import view_ops
 from irc_proxy.handling.views import LoadedView, ViewCreate
-from irc_proxy.http import parsing
+from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.responses import identifier, json_response, no_content
 
@@ -67,8 +67,8 @@ async def rename_view(request: Request) -> Response:
 async def register_view(request: Request) -> Response:
     body = await parsing.body_model(request, RegisterViewRequest)
     namespace = parsing.namespace_param(request)
-    catalog, context = parsing.catalog(request), parsing.context(request)
+    catalog = parsing.catalog(request)
     view = await view_ops.register_view(
-        context, catalog, namespace, body.name, body.metadata_location, request.state.trash
+        access.of(request), catalog, namespace, body.name, body.metadata_location, request.state.trash
     )
     return load_view_response(view)

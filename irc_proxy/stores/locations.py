@@ -9,7 +9,7 @@ and create). Each location is stored with its scheme family (``s3a://`` as ``s3:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -88,7 +88,7 @@ class LocationStore(TransactionalStore):
         ]
 
     @staticmethod
-    def _find(session: Session, catalog: str, locations: Sequence[str], exclude: Owner | None) -> list[Holding]:
+    def _find(session: Session, catalog: str, locations: Sequence[str], exclude: Collection[Owner]) -> list[Holding]:
         above = {a for location in locations for a in ancestors(location)}
         below = [col(StorageLocationRow.location).like(_like_prefix(loc), escape="\\") for loc in locations]
         stmt = select(StorageLocationRow).where(
@@ -98,13 +98,22 @@ class LocationStore(TransactionalStore):
         found = []
         for row in session.execute(stmt.limit(1000)).scalars():
             owner = Owner(row.kind, row.namespace, row.name)
-            if owner != exclude:
+            if owner not in exclude:
                 found.append(Holding(owner, row.location, as_utc(row.created_at)))
         return found
 
-    async def holders(self, catalog: str, locations: Sequence[str], exclude: Owner | None = None) -> list[Holding]:
-        """Rows whose location contains, equals or lies beneath one of ``locations`` (other owners only)."""
+    async def holders(self, catalog: str, locations: Sequence[str], exclude: Collection[Owner] = ()) -> list[Holding]:
+        """Rows whose location contains, equals or lies beneath one of ``locations`` (owners not in ``exclude``)."""
         return await self._run(lambda session: self._find(session, catalog, locations, exclude))
+
+    async def held(self, catalog: str, owner: Owner) -> list[str]:
+        """The roots recorded for ``owner``."""
+
+        def held(session: Session) -> list[str]:
+            stmt = select(StorageLocationRow.location).where(*self._owned(catalog, owner))  # type: ignore[arg-type]
+            return list(session.execute(stmt.limit(1000)).scalars())
+
+        return await self._run(held)
 
     async def hold(self, catalog: str, owner: Owner, locations: Sequence[str]) -> None:
         """Make ``locations`` the owner's storage roots (replacing what it held)."""

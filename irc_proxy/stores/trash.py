@@ -189,6 +189,20 @@ class TrashStore:
         """Delete a kept entry (restored, expunged); False when it is gone or being expired."""
         return bool(await self._threads.run(self._execute, take_kept(catalog, entry_id)))
 
+    async def kept_at(self, catalog: str, metadata_location: str, limit: int = 100) -> list[TrashEntry]:
+        """The kept entries (not being expired) whose metadata file is ``metadata_location``."""
+        where = and_(
+            ENTRIES.c.catalog == catalog,
+            ENTRIES.c.metadata_location == metadata_location,
+            ENTRIES.c.state == "kept",
+        )
+        return await self._threads.run(self._select, select(ENTRIES).where(where).limit(limit))
+
+    async def exists(self, catalog: str, entry_id: str) -> bool:
+        """Whether the entry is still there (kept, or being expired)."""
+        where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.entry_id == entry_id)
+        return bool(await self._threads.run(self._select, select(ENTRIES).where(where)))
+
     async def remove_location(self, catalog: str, metadata_location: str) -> list[TrashEntry]:
         """Delete the entries of a metadata file a live object now uses (registered again): never purged."""
         return await self._threads.run(self._remove_location, catalog, metadata_location)
@@ -210,6 +224,10 @@ class TrashStore:
     def _execute(self, statement: Any) -> int:
         with database_errors("State database"), self._engine.begin() as conn:
             return int(conn.execute(statement).rowcount)
+
+    def _select(self, statement: Any) -> list[TrashEntry]:
+        with database_errors("State database"), self._engine.begin() as conn:
+            return [_entry(row) for row in conn.execute(statement)]
 
     def _remove_location(self, catalog: str, metadata_location: str) -> list[TrashEntry]:
         where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.metadata_location == metadata_location)

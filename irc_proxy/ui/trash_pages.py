@@ -61,6 +61,7 @@ async def restore(request: Request) -> Response:
         validate_namespace(levels)
         target = TableIdent(levels, form["name"].strip())
     wanted = Restore(target, form.get("create_namespace") == "yes")
+    parsing.context(request).audit.params["prefix"] = quote(catalog.name, safe="")  # the record's catalog
     checks = access.of(request)
     restored = await trash_ops.restore_entry(checks, _trash(request), catalog, request.path_params["entry"], wanted)
     kind = "views" if restored.kind == "view" else "tables"

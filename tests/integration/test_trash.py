@@ -113,7 +113,7 @@ def only_entry(http: httpx.Client, catalog: str, namespace: tuple[str, ...]) -> 
 
 
 def restore(http: httpx.Client, catalog: str, entry_id: str, **body: Any) -> httpx.Response:
-    return http.post(trash_url(catalog, entry_id) + "/restore", json=body or None)
+    return http.post(trash_url(catalog, entry_id) + "/restore", json=body)
 
 
 def to(namespace: tuple[str, ...], name: str) -> dict[str, Any]:
@@ -666,11 +666,23 @@ def test_the_trash_api_holds_callers_to_the_drop_and_create_privileges_and_recor
             assert root.delete(trash_url("local", secret)).status_code == 204
             assert listed(root, "local")["entries"] == []
 
-        def alices_restores() -> Counter[str]:
+        def alices_restores() -> Counter[tuple[str, str]]:
             records = root.get(f"{MGMT}/audit", params={"principal": "alice", "limit": "200"}).json()["records"]
-            return Counter(r["decision"] for r in records if r["operation"] == "management.restoreTrashEntry")
+            return Counter(
+                (r["decision"], r["object"]) for r in records if r["operation"] == "management.restoreTrashEntry"
+            )
 
-        wait_until(lambda: alices_restores() == Counter(denied=2, allowed=2), 15, "alice's restores audited")
+        # Each restore under its original identifier; the one under a new identifier under that one too.
+        expected = Counter(
+            {
+                ("denied", "other.secret"): 1,
+                ("denied", "shared.by_root"): 1,
+                ("allowed", "shared.by_root"): 1,
+                ("allowed", "shared.sub.t"): 1,
+                ("allowed", "shared.by_alice"): 1,
+            }
+        )
+        wait_until(lambda: alices_restores() == expected, 15, "alice's restores audited")
 
 
 # 9b. Views ---------------------------------------------------------------------------------------------------
