@@ -263,10 +263,10 @@ def create_app(settings: Settings) -> Starlette:
             expiry.cancel()
             await scan_planning.close()
             for task in backfills:
-                "revocations": revocations,
-                "csrf_keys": shared_csrf_keys(state) if settings.server.ui else [],
                 task.cancel()
             await auditor.close()
+            if idempotency is not None:
+                await idempotency.close()
             if isinstance(authenticator, OidcAuthenticator):
                 await authenticator.close()
             await catalogs.close()

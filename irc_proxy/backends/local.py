@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalog
+from pyiceberg.catalog.sql import IcebergNamespaceProperties, IcebergTables, SqlCatalogBaseTable
 from pyiceberg.io import FileIO, load_file_io
 from sqlalchemy import (
     Connection,
@@ -21,13 +22,16 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    create_engine,
     delete,
     event,
     func,
     insert,
+    inspect,
     make_url,
     or_,
     select,
+    text,
     union,
     update,
 )
@@ -43,7 +47,9 @@ from irc_proxy.errors import (
     NoSuchNamespace,
     NoSuchTable,
     ServiceUnavailable,
+    StartupError,
 )
+from irc_proxy.stores.db import schema_lock
 from irc_proxy.threads import ThreadRunner
 
 T = TypeVar("T")
@@ -72,13 +78,10 @@ class LocalBackend:
         self.warehouse = warehouse
         self._name = catalog_name
         self._threads = threads
-        # SqlCatalog creates (or finds) its tables; afterwards we use its engine directly.
-        self._engine: Engine = SqlCatalog(
-            catalog_name, uri=_with_connect_timeout(database_url), warehouse=warehouse, pool_pre_ping="true"
-        ).engine
-        if self._engine.dialect.name == "sqlite":
-            event.listen(self._engine, "connect", _sqlite_pragmas)
-            self._engine.dispose()  # the connection SqlCatalog opened has no busy_timeout: open anew
+        self._engine = catalog_engine(database_url)
+        # Not pyiceberg's SqlCatalog: it creates missing tables without a lock, and replicas starting
+        # together on one fresh database collide (a duplicate key in pg_type).
+        ensure_catalog_tables(self._engine, upgrade=False)
         self._io = load_file_io({}, warehouse)
         self._fast_reads = _fast_sqlite_reader(self._engine)
 
@@ -313,6 +316,55 @@ class LocalBackend:
             await self._run(rename)
         except IntegrityError as exc:
             raise AlreadyExists(to_name) from exc
+
+
+def catalog_engine(database_url: str) -> Engine:
+    """The engine of a local catalog's database (SQLite gets WAL and a busy timeout)."""
+    if database_url.startswith("sqlite:///"):
+        Path(database_url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(_with_connect_timeout(database_url), pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def ensure_catalog_tables(engine: Engine, upgrade: bool) -> str:
+    """Create the catalog tables when they are missing; returns what was done ("" when nothing).
+
+    A catalog written by an older pyiceberg (``iceberg_tables`` without ``iceberg_type``) gets the
+    column only with ``upgrade`` (``irc-proxy db upgrade``); otherwise start-up refuses. Changes run
+    under the database's schema lock and look again once they hold it.
+
+    Raises:
+        StartupError: the tables are of the old shape and ``upgrade`` is false.
+    """
+    if _catalog_shape(engine) == "current":
+        return ""
+    with schema_lock(engine):
+        shape = _catalog_shape(engine)
+        if shape == "missing":
+            SqlCatalogBaseTable.metadata.create_all(engine)  # checkfirst: only the missing ones
+            return "created"
+        if shape == "v0":
+            if not upgrade:
+                raise StartupError(
+                    f"the local catalog database {engine.url.render_as_string()} has iceberg_tables without "
+                    "iceberg_type (written by an older pyiceberg); run `irc-proxy db upgrade`"
+                )
+            with engine.begin() as conn:
+                conn.execute(text("ALTER TABLE iceberg_tables ADD COLUMN iceberg_type VARCHAR(5)"))
+            return "upgraded"
+    return ""
+
+
+def _catalog_shape(engine: Engine) -> str:
+    """``missing`` (a table is absent), ``v0`` (no ``iceberg_type`` column) or ``current``."""
+    with engine.connect() as conn:
+        found = inspect(conn)
+        if not (found.has_table(TABLES.name) and found.has_table(NS_PROPS.name)):
+            return "missing"
+        columns = {column["name"] for column in found.get_columns(TABLES.name)}
+    return "current" if "iceberg_type" in columns else "v0"
 
 
 def _keyset(names: list[str], limit: int) -> Listing:

@@ -5,7 +5,7 @@ and 4xx that depend on the moment rather than the request (401, 403, 408, 419, 4
 scoped to the authenticated principal and bound to the request it first came with (method, path,
 query and body): reusing it for another request is a 400. A duplicate that arrives while the
 first is still running waits for it and gets the same answer, on any replica (the outcomes live
-in the state database). This middleware must run inside ``Authentication`` (it needs the principal).
+in the state database); if the process running the first dies, the duplicate runs it instead. This middleware must run inside ``Authentication`` (it needs the principal).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 _NOT_FINAL = frozenset({401, 403, 408, 419, 429})
 _NO_KEY = frozenset({"reportMetrics"})  # the spec documents no Idempotency-Key there (and it changes nothing)
 WAIT_SECONDS = 150.0
-"""How long a duplicate waits for the first request (longer than the store's lease, so it can take over)."""
+"""How long a duplicate waits for a first request whose process is alive (one that died is taken over at once;
+afterwards the duplicate gets 503 with Retry-After)."""
 
 
 class Claim(Protocol):

@@ -1,7 +1,17 @@
-"""The state database: engine, Alembic migrations and the start-up schema check."""
+"""The state database: engine, Alembic migrations, the start-up schema check and the schema lock.
+
+Every schema change (``irc-proxy db upgrade``, a start-up that initialises an empty database or the
+local catalogs' tables) runs under ``schema_lock``: replicas that start together on one fresh database
+take turns, and each re-checks the schema once it holds the lock, so exactly one of them changes it.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,6 +26,12 @@ from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import StartupError
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+SCHEMA_LOCK_KEY = int.from_bytes(hashlib.sha256(b"irc-proxy schema").digest()[:8], "big", signed=True)
+"""The PostgreSQL advisory lock (per database) every schema change holds."""
+SCHEMA_LOCK_TIMEOUT = "120s"
+"""How long a start-up waits for another process's schema change before refusing to start."""
+CATALOG_TABLE_NAMES = frozenset({"iceberg_tables", "iceberg_namespace_properties"})
+"""pyiceberg's SQL catalog tables (``irc_proxy.backends.local``), which may share the state database."""
 
 
 class SchemaOutOfDate(StartupError):
@@ -66,26 +82,63 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+@contextmanager
+def schema_lock(engine: Engine) -> Iterator[None]:
+    """Hold the database's schema lock: a PostgreSQL session advisory lock, or an exclusive ``flock`` on
+    ``<file>.schema-lock`` beside a SQLite file. Both die with the process that holds them."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text(f"SET lock_timeout = '{SCHEMA_LOCK_TIMEOUT}'"))
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                conn.commit()
+        return
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        yield  # an in-memory database belongs to this process alone
+        return
+    descriptor = os.open(f"{database}.schema-lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
 def upgrade(engine: Engine) -> tuple[str | None, str]:
-    """Bring the schema to the newest revision; returns (before, after)."""
-    before = current_revision(engine)
-    command.upgrade(_alembic_config(engine), "head")
+    """Bring the schema to the newest revision under the schema lock; returns (before, after)."""
+    with schema_lock(engine):
+        before = current_revision(engine)
+        if before != head_revision():
+            command.upgrade(_alembic_config(engine), "head")
     return before, head_revision()
 
 
 def ensure_schema(engine: Engine, auto_upgrade: bool) -> None:
     """Refuse to run on an out-of-date schema; a brand-new empty database is initialised.
 
+    The check runs without a lock; a change runs under ``schema_lock`` and checks again there (another
+    replica may have just done it).
+
     Raises:
         SchemaOutOfDate: with a message saying which revision is there and what to run.
     """
-    current, head = current_revision(engine), head_revision()
-    if current == head:
+    head = head_revision()
+    if current_revision(engine) == head:
         return
-    fresh = current is None and not inspect(engine).get_table_names()
-    if fresh or auto_upgrade:
-        upgrade(engine)
-        return
+    with schema_lock(engine):
+        current = current_revision(engine)
+        if current == head:
+            return
+        # Fresh: nothing but (perhaps) a local catalog's tables, when it shares this database.
+        fresh = current is None and set(inspect(engine).get_table_names()) <= CATALOG_TABLE_NAMES
+        if fresh or auto_upgrade:
+            command.upgrade(_alembic_config(engine), "head")
+            return
     raise SchemaOutOfDate(
         f"the state database schema is at revision {current or 'none'} but this irc-proxy needs {head}; "
         "run `irc-proxy db upgrade` (or set state.auto_upgrade = true)"

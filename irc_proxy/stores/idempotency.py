@@ -1,9 +1,12 @@
 """Idempotency-Key outcomes in the state database, so every replica replays the same answer.
 
-A request with a key first *claims* it by inserting an in-progress row (the primary key makes the
-insert the arbiter between replicas). The claimant stores the finished outcome, or deletes the row
-for an outcome that must not be replayed (5xx). Anyone else who meets an in-progress row polls
-until it is finished, released or stale (its owner presumably died: it may then take it over).
+A request with a key first takes the key's *holder lock* (``irc_proxy.stores.holders``: it lives
+exactly as long as the holding process), then *claims* the key by inserting an in-progress row (the
+primary key makes the insert the arbiter between replicas). The claimant stores the finished
+outcome, or deletes the row for an outcome that must not be replayed (5xx), then lets the lock go.
+Anyone else who meets an in-progress row polls until it is finished or released; an in-progress row
+whose holder lock is free belongs to a process that died, and is taken over at once. A holder that is
+only slow or paused keeps its lock, so a request never runs in two places at the same time.
 Rows live for the advertised key lifetime and are purged opportunistically afterwards.
 """
 
@@ -38,6 +41,7 @@ from sqlalchemy.sql import ColumnElement, Executable
 
 from irc_proxy.dberrors import database_errors
 from irc_proxy.stores.db import as_utc
+from irc_proxy.stores.holders import HolderLocks, holder_locks
 from irc_proxy.threads import ThreadRunner
 
 RECORDS = Table(
@@ -53,8 +57,6 @@ RECORDS = Table(
     Column("headers", Text, nullable=True),
     Column("body", LargeBinary, nullable=True),
 )
-LEASE = timedelta(seconds=120)
-"""How long a claim may stay in progress before another request may take it over."""
 PURGE_INTERVAL_SECONDS = 60.0
 
 
@@ -85,12 +87,18 @@ MISMATCH = Claim("mismatch")
 class IdempotencyStore:
     """Claim, finish and replay Idempotency-Key outcomes; ``lifetime`` is the advertised key lifetime."""
 
-    def __init__(self, engine: Engine, threads: ThreadRunner, lifetime: timedelta, lease: timedelta = LEASE) -> None:
+    def __init__(
+        self, engine: Engine, threads: ThreadRunner, lifetime: timedelta, holders: HolderLocks | None = None
+    ) -> None:
         self._engine = engine
         self._threads = threads
         self._lifetime = lifetime
-        self._lease = lease
+        self._holders = holders or holder_locks(engine)
         self._purged_at = 0.0
+
+    async def close(self) -> None:
+        """Let go of the holder locks (a process that exits loses them anyway)."""
+        await self._threads.run(self._holders.close)
 
     async def claim(self, principal: str, key: str, fingerprint: str, wait_seconds: float) -> Claim:
         """Claim ``key``, or return its outcome; wait up to ``wait_seconds`` while another request holds it."""
@@ -108,11 +116,14 @@ class IdempotencyStore:
     ) -> None:
         """Store the outcome of the claim ``owner`` holds (a lost claim stores nothing)."""
         values = {"status": status, "headers": json.dumps(headers), "body": body}
-        await self._threads.run(self._execute, update(RECORDS).where(self._owned(principal, key, owner)).values(values))
+        statement = update(RECORDS).where(self._owned(principal, key, owner)).values(values)
+        await self._threads.run(self._settle, _holder(principal, key), statement)
 
     async def release(self, principal: str, key: str, owner: str) -> None:
         """Give the key up without an outcome (the request failed in a way that must not be replayed)."""
-        await self._threads.run(self._execute, delete(RECORDS).where(self._owned(principal, key, owner)))
+        await self._threads.run(
+            self._settle, _holder(principal, key), delete(RECORDS).where(self._owned(principal, key, owner))
+        )
 
     async def purge(self) -> int:
         """Delete every expired record; returns how many."""
@@ -128,9 +139,13 @@ class IdempotencyStore:
             RECORDS.c.status.is_(None),
         )
 
-    def _execute(self, statement: Executable) -> None:
-        with database_errors("State database"), self._engine.begin() as conn:
-            conn.execute(statement)
+    def _settle(self, holder: str, statement: Executable) -> None:
+        """Record the outcome (or the release), then let the holder lock go: never the other way round."""
+        try:
+            with database_errors("State database"), self._engine.begin() as conn:
+                conn.execute(statement)
+        finally:
+            self._holders.let_go(holder)
 
     def _purge(self) -> int:
         with database_errors("State database"), self._engine.begin() as conn:
@@ -141,37 +156,55 @@ class IdempotencyStore:
     def _claim_once(self, principal: str, key: str, fingerprint: str) -> Claim:
         if time.monotonic() - self._purged_at > min(PURGE_INTERVAL_SECONDS, self._lifetime.total_seconds()):
             self._purge()
+        holder = _holder(principal, key)
         with database_errors("State database"):
-            for _ in range(3):
-                now, owner = datetime.now(UTC), uuid.uuid4().hex
-                row = {"principal": principal, "key": key, "fingerprint": fingerprint, "owner": owner}
-                try:
-                    with self._engine.begin() as conn:
-                        conn.execute(insert(RECORDS).values(**row, claimed_at=now, expires_at=now + self._lifetime))
-                    return Claim("claimed", owner)
-                except IntegrityError:
-                    pass
-                result = self._existing(principal, key, fingerprint, now)
-                if result is not None:
-                    return result
-        return IN_PROGRESS
+            if not self._holders.try_hold(holder):  # a live process runs it (or is just letting it go)
+                found = self._existing(principal, key, fingerprint, datetime.now(UTC))
+                return IN_PROGRESS if found is None or found.state == "claimed" else found
+            keep = False
+            try:
+                for _ in range(3):
+                    now, owner = datetime.now(UTC), uuid.uuid4().hex
+                    row = {"principal": principal, "key": key, "fingerprint": fingerprint, "owner": owner}
+                    try:
+                        with self._engine.begin() as conn:
+                            conn.execute(insert(RECORDS).values(**row, claimed_at=now, expires_at=now + self._lifetime))
+                        keep = True
+                        return Claim("claimed", owner)
+                    except IntegrityError:
+                        pass
+                    result = self._existing(principal, key, fingerprint, now, take_over=True)
+                    if result is not None:
+                        keep = result.state == "claimed"
+                        return result
+                return IN_PROGRESS
+            finally:
+                if not keep:
+                    self._holders.let_go(holder)
 
-    def _existing(self, principal: str, key: str, fingerprint: str, now: datetime) -> Claim | None:
-        """What the row that won the insert says; None when it went away (expired or released): try again."""
+    def _existing(
+        self, principal: str, key: str, fingerprint: str, now: datetime, take_over: bool = False
+    ) -> Claim | None:
+        """What the row says; None when it went away (expired or released): try again.
+
+        An in-progress row is ``claimed`` (taken over) only with ``take_over``, which the caller may
+        ask for only while it holds the key's holder lock: the row's holder is then gone.
+        """
         where = and_(RECORDS.c.principal == principal, RECORDS.c.key == key)
         with self._engine.begin() as conn:
             row = conn.execute(select(RECORDS).where(where)).first()
             if row is None:
                 return None
             if as_utc(row.expires_at) <= now:
-                conn.execute(delete(RECORDS).where(where, RECORDS.c.owner == row.owner))
+                if take_over:
+                    conn.execute(delete(RECORDS).where(where, RECORDS.c.owner == row.owner))
                 return None
             if row.fingerprint != fingerprint:
                 return MISMATCH
             if row.status is not None:
                 headers = [(str(name), str(value)) for name, value in json.loads(row.headers or "[]")]
                 return Claim("finished", status=int(row.status), headers=headers, body=bytes(row.body or b""))
-            if as_utc(row.claimed_at) + self._lease > now:
+            if not take_over:
                 return IN_PROGRESS
             owner = uuid.uuid4().hex
             taken = conn.execute(
@@ -180,3 +213,7 @@ class IdempotencyStore:
                 .values(owner=owner, claimed_at=now)
             )
             return Claim("claimed", owner) if taken.rowcount == 1 else IN_PROGRESS
+
+
+def _holder(principal: str, key: str) -> str:
+    return f"{principal}\0{key}"
