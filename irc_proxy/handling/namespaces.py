@@ -68,11 +68,11 @@ class Namespaces:
 
     async def create(self, namespace: Namespace, properties: Mapping[str, str]) -> Properties:
         """Create the namespace and any missing parents in one step."""
-        validate_new_namespace(namespace)  # every level fits its default directory
         flat = self._codec.to_flat(namespace)
         properties = self._confined(properties)
         if await self._backend.namespace_exists(flat):
             raise AlreadyExists(f"Namespace already exists: {display(namespace)}")
+        validate_new_namespace(namespace)  # every level fits its default directory (an existing one is a 409)
         missing: list[tuple[str, Properties]] = [
             (parent_flat, {})
             for depth in range(1, len(namespace))
