@@ -49,6 +49,7 @@ from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
 from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
+from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache
 from irc_proxy.settings import AuthSettings, Settings
 from irc_proxy.stores.audit_query import AuditReader
@@ -60,11 +61,11 @@ from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
 from irc_proxy.stores.page_keys import shared_page_keys
-from irc_proxy.stores.scan_plans import ScanPlanStore
 from irc_proxy.stores.revocations import RevocationStore
+from irc_proxy.stores.scan_plans import ScanPlanStore
 from irc_proxy.stores.trash import TrashStore
-from irc_proxy.stores.views import ViewStore
 from irc_proxy.stores.ui_keys import shared_csrf_keys
+from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 from irc_proxy.ui.routes import UI_ROUTES
 
@@ -132,6 +133,12 @@ def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner
         sync_budget=planning.sync_budget_seconds,
         files_per_task=planning.files_per_task,
         tasks_per_response=planning.tasks_per_response,
+        response_bytes=planning.max_response_bytes,
+        cpu_seconds=planning.max_plan_cpu_seconds,
+        wall_seconds=planning.max_plan_wall_seconds,
+        filters=FilterLimits(
+            planning.max_filter_literal_bytes, planning.max_filter_in_values, planning.max_filter_bytes
+        ),
         reads=ReadLimits(settings.server.max_metadata_bytes, settings.server.storage_timeout_seconds),
     )
     cache = ManifestCache(planning.manifest_cache_mb << 20)
@@ -222,6 +229,10 @@ def create_app(settings: Settings) -> Starlette:
         backfills = start_backfills(catalogs)
         authz_store = AuthzStore(state, threads)
         authenticator, token_service = build_authenticator(settings.auth, state, authz_store, threads)
+        # Sign-outs and used OIDC flows, shared by replicas; with auth.mode = "none" no token means anything.
+        revocations = Revocations(RevocationStore(state, threads)) if settings.auth.mode != "none" else None
+        if token_service is not None:
+            token_service.revocations = revocations
         authorizer = Authorizer(
             authz_store,
             threads,
@@ -229,10 +240,6 @@ def create_app(settings: Settings) -> Starlette:
             authenticated=settings.auth.mode != "none",
             admins=settings.auth.admins,
             cache_seconds=settings.auth.grants_cache_seconds,
-        # Sign-outs and used OIDC flows, shared by replicas; with auth.mode = "none" no token means anything.
-        revocations = Revocations(RevocationStore(state, threads)) if settings.auth.mode != "none" else None
-        if token_service is not None:
-            token_service.revocations = revocations
         )
         auditor = Auditor.build(settings.audit, state, threads)
         auditor.start()
@@ -256,6 +263,8 @@ def create_app(settings: Settings) -> Starlette:
                 "idempotency": idempotency,
                 "readiness": readiness_checks(threads, state, catalogs),
                 "page_tokens": PageTokens(shared_page_keys(state, new_key)),
+                "revocations": revocations,
+                "csrf_keys": shared_csrf_keys(state) if settings.server.ui else [],
                 "scan_planning": scan_planning,
                 "trash": trash,
             }
@@ -291,6 +300,12 @@ def create_app(settings: Settings) -> Starlette:
         middleware=[
             # Edge: request id, timing, raw-path routing, draining, metrics, audit hand-off, access log.
             Middleware(Edge),
+            # Before any token work: Host (DNS rebinding), Origin and JSON-only writes (cross-site requests).
+            Middleware(
+                CrossSiteGuard,
+                allowed_hosts=settings.server.allowed_hosts or default_hosts(settings.server.host),
+                allowed_origins=settings.server.allowed_origins,
+            ),
             Middleware(auth.Authentication),
             Middleware(BodyLimit, limit=settings.server.max_body_bytes),
             Middleware(Idempotency),
@@ -299,9 +314,3 @@ def create_app(settings: Settings) -> Starlette:
     )
     app.router = SegmentRouter(routes, lifespan=lifespan)  # Starlette's router, indexed by segment count
     return app
-            # Before any token work: Host (DNS rebinding), Origin and JSON-only writes (cross-site requests).
-            Middleware(
-                CrossSiteGuard,
-                allowed_hosts=settings.server.allowed_hosts or default_hosts(settings.server.host),
-                allowed_origins=settings.server.allowed_origins,
-            ),

@@ -82,6 +82,18 @@ class ScanPlanningSettings(_Strict):
     """File scan tasks put inline in a planTableScan answer before the rest is handed out as plan tasks."""
     manifest_cache_mb: Annotated[int, Field(ge=0, le=65_536)] = 256
     """Decoded manifests kept in memory, shared by all catalogs (estimated bytes); 0 turns the cache off."""
+    max_response_bytes: Annotated[int, Field(ge=64 << 10, le=1 << 30)] = 16 << 20
+    """JSON of file scan tasks in one planTableScan or fetchScanTasks answer; the rest goes out as plan tasks."""
+    max_plan_cpu_seconds: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    """CPU time one planning request may spend (manifests, filter evaluation); past it the answer is 400."""
+    max_plan_wall_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    """Wall-clock time one planning request may spend in its worker thread; past it the answer is 400."""
+    max_filter_literal_bytes: Annotated[int, Field(ge=16, le=1 << 24)] = 4096
+    """One literal of a scan filter (UTF-8 bytes of a string, digits of a number); 400 beyond."""
+    max_filter_in_values: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    """Values of one ``in``/``not-in`` list of a scan filter; 400 beyond."""
+    max_filter_bytes: Annotated[int, Field(ge=1024, le=1 << 24)] = 256 << 10
+    """All strings and numbers of one scan filter together; 400 beyond."""
 
     @field_validator("plan_ttl")
     @classmethod
@@ -134,18 +146,6 @@ class ServerSettings(_Strict):
     """How often each replica expunges expired trash entries (and runs their deferred purges)."""
     ui: bool = True
     """Serve the web console at ``/ui`` (same authentication and grants as the REST API)."""
-
-    @field_validator("drop_retention")
-    @classmethod
-    def _retention_not_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("must not be negative, e.g. P7D or PT0S")
-        return value
-
-    @field_validator("idempotency_key_lifetime")
-    @classmethod
-    def _whole_non_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0) or value.microseconds:
     ui_page_budget_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     """How long building one console page may take (off the event loop); longer is a 503 error page."""
     ui_audit_every_seconds: Annotated[float, Field(ge=0, le=86_400)] = 300.0
@@ -169,6 +169,18 @@ class ServerSettings(_Strict):
             if not re.fullmatch(r"https?://[^/?#\s]+", origin):
                 raise ValueError(f"{origin!r} is not an origin (scheme://host[:port], no path)")
         return [origin.lower() for origin in value]
+
+    @field_validator("drop_retention")
+    @classmethod
+    def _retention_not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must not be negative, e.g. P7D or PT0S")
+        return value
+
+    @field_validator("idempotency_key_lifetime")
+    @classmethod
+    def _whole_non_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0) or value.microseconds:
             raise ValueError("must be a non-negative whole number of seconds, e.g. PT30M")
         return value
 

@@ -45,8 +45,10 @@ from irc_proxy.handling.serving import Placement
 from irc_proxy.handling.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
 from irc_proxy.handling.vending import table_locations
 from irc_proxy.numbers import is_number
+from irc_proxy.planning.budget import Budget
+from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache, ManifestSource
-from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
+from irc_proxy.planning.planner import Chunk, ScanPlanner, ScanRequest, ScanTasks
 from irc_proxy.stores.scan_plans import PlanOwner, ScanPlanStore, StoredPlan
 from irc_proxy.threads import ThreadRunner
 
@@ -64,6 +66,15 @@ class PlanningLimits:
     """Files one plan task (one fetchScanTasks) covers at most, by the manifest list's counts."""
     tasks_per_response: int = 1000
     """File scan tasks put inline in a planTableScan answer before the rest goes out as plan tasks."""
+    response_bytes: int = 16 << 20
+    """JSON of file scan tasks in one answer (planTableScan or fetchScanTasks) before the rest goes out as plan
+    tasks (one task at least)."""
+    cpu_seconds: float = 10.0
+    """CPU time one request may spend planning (``planning.budget``); past it the answer is 400."""
+    wall_seconds: float = 60.0
+    """Wall-clock time one request may spend planning in worker threads."""
+    filters: FilterLimits = field(default_factory=FilterLimits)
+    """Bounds of a request's filter (literal sizes, list lengths, total)."""
     reads: ReadLimits = field(default_factory=ReadLimits)
     """Bounds of each manifest (list) read over a remote catalog's vended storage (size, time)."""
 
@@ -82,7 +93,16 @@ class _Table:
 @dataclass(frozen=True)
 class _Prepared:
     planner: ScanPlanner
-    chunks: list[list[str]]
+    chunks: list[Chunk]
+
+
+def _task_id(plan_id: str, index: int, chunk: list[int]) -> str:
+    """A plan task: ``<plan-id>:<chunk>``, or ``<plan-id>:<chunk>:<entry>`` to resume a chunk after an entry."""
+    return f"{plan_id}:{index}" if not chunk[2] else f"{plan_id}:{index}:{chunk[2]}"
+
+
+def _pending(plan_id: str, chunks: list[list[int]]) -> list[str]:
+    return [_task_id(plan_id, i, chunk) for i, chunk in enumerate(chunks) if chunk]
 
 
 class ScanPlanning:
@@ -99,27 +119,28 @@ class ScanPlanning:
         self, access: Access, catalog: Catalog, ident: TableIdent, body: Any, asked: Asked
     ) -> dict[str, Any]:
         """planTableScan: a ``completed`` answer (tasks inline and/or plan tasks) or ``submitted``."""
-        request = ScanRequest.from_json(body)
+        request = ScanRequest.from_json(body, self.limits.filters)
         table = await self._open(access, catalog, ident)
         plan_id, owner = uuid.uuid4().hex, _owner(access, catalog, ident)
+        budget = self._budget()
         deadline = time.monotonic() + self.limits.sync_budget
         # Only reading the manifest list may turn a plan asynchronous: once chunked, the chunk being planned
         # is waited for (inline planning stops between chunks at the deadline), since most clients
-        # (pyiceberg 0.12) cannot poll.
-        work = asyncio.ensure_future(self._threads.run(self._prepare, table, request))
+        # (pyiceberg 0.12) cannot poll. Every step is held to the request's budget (PlanTooCostly: 400).
+        work = asyncio.ensure_future(self._threads.run(self._prepare, table, request, budget))
         done, _ = await asyncio.wait({work}, timeout=max(0.0, deadline - time.monotonic()))
         if not done:
             await self.store.create(plan_id, owner, table.location, request.to_json(), None)
             self._settle_later(plan_id, work)
             metrics.SCAN_PLANS.labels(status="submitted").inc()
             return {"status": "submitted", "plan-id": plan_id}
-        prepared, inline, next_chunk = await self._threads.run(self._start, work.result(), request, deadline)
-        # Chunks answered inline are stored empty: a poll lists only the plan tasks still to fetch.
-        remaining = [[] if i < next_chunk else chunk for i, chunk in enumerate(prepared.chunks)]
-        await self.store.create(plan_id, owner, table.location, request.to_json(), remaining)
+        inline, remaining = await self._threads.run(self._start, work.result(), request, deadline, budget)
+        tasks = _pending(plan_id, remaining)
+        # A plan with nothing left to fetch is kept without its request (a poll needs only its status).
+        kept = request.to_json() if tasks else {}
+        await self.store.create(plan_id, owner, table.location, kept, remaining if tasks else [])
         metrics.SCAN_PLANS.labels(status="completed").inc()
         answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **inline.body()}
-        tasks = [f"{plan_id}:{i}" for i in range(next_chunk, len(prepared.chunks))]
         if tasks:
             answer["plan-tasks"] = tasks
         return answer | await self._credentials(access, catalog, ident, table, asked)
@@ -135,7 +156,7 @@ class ScanPlanning:
             plan = await self._owned(access, catalog, ident, plan_id)
         if plan.status == "completed":
             answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id}
-            tasks = [f"{plan_id}:{i}" for i, chunk in enumerate(plan.chunks or []) if chunk]
+            tasks = _pending(plan_id, plan.chunks or [])
             if tasks:
                 answer["plan-tasks"] = tasks
             table = await self._open(access, catalog, ident, plan.metadata_location)
@@ -153,47 +174,72 @@ class ScanPlanning:
         """fetchScanTasks: the file scan tasks of one plan task."""
         if not isinstance(plan_task, str):
             raise BadRequest("Invalid fetchScanTasks request: plan-task must be a string")
-        plan_id, _, index_text = plan_task.rpartition(":")
-        if not plan_id or not is_number(index_text, 9):
+        parts = plan_task.split(":")
+        plan_id = parts[0]
+        if len(parts) not in (2, 3) or not plan_id or not all(is_number(part, 9) for part in parts[1:]):
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
         try:
             plan = await self._owned(access, catalog, ident, plan_id)
         except NoSuchPlanId:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}") from None
-        index = int(index_text)
-        if plan.status != "completed" or plan.chunks is None or index >= len(plan.chunks) or not plan.chunks[index]:
+        index, skip = int(parts[1]), int(parts[2]) if len(parts) == 3 else 0
+        chunks = plan.chunks or []
+        chunk = chunks[index] if plan.status == "completed" and index < len(chunks) else None
+        if not chunk or len(chunk) != 3 or not all(isinstance(n, int) for n in chunk) or skip < chunk[2]:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)}")
         try:
             table = await self._open(access, catalog, ident, plan.metadata_location)
         except NoSuchPlanId:
             raise NoSuchPlanTask(f"No such plan task: {_shown(plan_task)} (its table was dropped since)") from None
-        request = ScanRequest.from_json(plan.request)
-        tasks = await self._threads.run(self._plan_chunk, table, request, plan.chunks[index])
-        return tasks.body()
+        request = ScanRequest.from_json(plan.request, None)
+        tasks, resume = await self._threads.run(self._plan_chunk, table, request, (chunk[0], chunk[1]), skip)
+        answer = tasks.body()
+        if resume is not None:
+            answer["plan-tasks"] = [_task_id(plan_id, index, [chunk[0], chunk[1], resume])]
+        return answer
 
     # Planning (blocking, in worker threads) ----------------------------------------------------------------
-    def _prepare(self, table: _Table, request: ScanRequest) -> _Prepared:
+    def _budget(self) -> Budget:
+        return Budget(self.limits.cpu_seconds, self.limits.wall_seconds)
+
+    def _answer(self, max_tasks: int) -> ScanTasks:
+        return ScanTasks(max_tasks=max_tasks, max_bytes=self.limits.response_bytes)
+
+    def _prepare(self, table: _Table, request: ScanRequest, budget: Budget) -> _Prepared:
         """Read the manifest list and chunk the data manifests that may match."""
-        planner = ScanPlanner(table.metadata, request, table.source)
-        return _Prepared(planner, planner.chunks(self.limits.files_per_task))
+        with budget.running():
+            planner = ScanPlanner(table.metadata, request, table.source, budget)
+            return _Prepared(planner, planner.chunks(self.limits.files_per_task))
 
-    def _start(self, prepared: _Prepared, request: ScanRequest, deadline: float) -> tuple[_Prepared, ScanTasks, int]:
-        """Plan chunks inline until the budget, the task limit or ``min-rows-requested`` is reached (one at least)."""
+    def _start(
+        self, prepared: _Prepared, request: ScanRequest, deadline: float, budget: Budget
+    ) -> tuple[ScanTasks, list[list[int]]]:
+        """Plan chunks inline until the time, the task or size limit, or ``min-rows-requested`` is reached (one
+        chunk's first task at least). The chunks as stored: ``[start, end, entry to resume at]``, ``[]`` when done."""
         planner, chunks = prepared.planner, prepared.chunks
-        inline, planned = ScanTasks(), 0
+        inline = self._answer(self.limits.tasks_per_response)
+        remaining = [[start, end, 0] for start, end in chunks]
         wanted = request.min_rows_requested
-        for chunk in chunks:
-            if wanted is not None and planned and inline.plain_rows >= wanted:
-                return _Prepared(planner, chunks[:planned]), inline, planned  # enough rows: the rest is not needed
-            if planned and (time.monotonic() >= deadline or len(inline.tasks) >= self.limits.tasks_per_response):
-                break
-            planner.plan_chunk(chunk, into=inline)
-            planned += 1
-        return prepared, inline, planned
+        with budget.running():
+            for i, chunk in enumerate(chunks):
+                if i and (time.monotonic() >= deadline or inline.full):
+                    break
+                resume = planner.plan_chunk(chunk, inline)
+                if wanted is not None and inline.plain_rows >= wanted:  # enough rows: the rest is not needed
+                    remaining[i:] = [[] for _ in remaining[i:]]
+                    break
+                if resume is not None:
+                    remaining[i][2] = resume
+                    break
+                remaining[i] = []
+        return inline, remaining
 
-    @staticmethod
-    def _plan_chunk(table: _Table, request: ScanRequest, chunk: list[str]) -> ScanTasks:
-        return ScanPlanner(table.metadata, request, table.source).plan_chunk(chunk)
+    def _plan_chunk(self, table: _Table, request: ScanRequest, chunk: Chunk, skip: int) -> tuple[ScanTasks, int | None]:
+        budget = self._budget()
+        with budget.running():
+            tasks = self._answer(self.limits.files_per_task)
+            resume = ScanPlanner(table.metadata, request, table.source, budget).plan_chunk(chunk, tasks, skip)
+            return tasks, resume
 
     def _settle_later(self, plan_id: str, work: asyncio.Future[_Prepared]) -> None:
         async def settle() -> None:
@@ -206,7 +252,8 @@ class ScanPlanning:
                 log.exception("scan plan %s failed", plan_id)
                 await self.store.fail(plan_id, _error(ServiceUnavailable("Planning failed; plan again")))
                 return
-            await self.store.complete(plan_id, prepared.chunks)  # all chunks: the inline ones were never sent
+            # all chunks: the inline ones were never sent
+            await self.store.complete(plan_id, [[start, end, 0] for start, end in prepared.chunks])
 
         task = asyncio.get_running_loop().create_task(settle())
         self._background.add(task)
@@ -237,8 +284,9 @@ class ScanPlanning:
             _same_table(metadata, loaded.metadata)
         location = location or current
         reader = tables.files.reader
+        files = TableFiles(metadata, tables.storage.locations)
         source = ManifestSource(
-            self.cache, catalog.name, reader.read, TableFiles(metadata, tables.storage.locations).owns
+            self.cache, catalog.name, lambda path, what: reader.read(path, what, roots=files.real_roots), files.owns
         )
         return _Table(metadata, location, source)
 

@@ -15,7 +15,7 @@ import os
 import stat
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from io import BytesIO
@@ -108,14 +108,16 @@ class ReadLimits:
 
 class TableFiles:
     """Which paths belong to one table: under its own roots (location, ``write.data.path``,
-    ``write.metadata.path``) and the catalog's allowed locations, and, for local paths, really so (no symbolic
-    link out of the roots). Purge deletes only such files; scan planning reads only such manifests."""
+    ``write.metadata.path``) and the catalog's allowed locations, and, for local paths, really so: the file
+    itself resolved (every symbolic link on the way, the last one included) lies under the roots too.
+    Purge deletes only such files; scan planning reads only such manifests, and reads them with
+    :attr:`real_roots` so the file opened is checked again (a link swapped in after the check is refused)."""
 
     def __init__(self, metadata: TableMetadata, locations: StorageLocations | None) -> None:
         self._roots = table_paths(metadata.location, metadata.properties)
-        self._real_roots = [os.path.realpath(p) for root in self._roots if (p := local_path(root)) is not None]
+        self.real_roots = tuple(os.path.realpath(p) for root in self._roots if (p := local_path(root)) is not None)
+        """The table's local roots, resolved (empty for object stores)."""
         self._locations = locations
-        self._real_dirs: dict[str, bool] = {}
 
     def owns(self, path: str) -> bool:
         if not any(is_under(path, root) for root in self._roots):
@@ -123,12 +125,7 @@ class TableFiles:
         if self._locations is not None and not self._locations.allows(path):
             return False
         local = local_path(path)
-        if local is None:
-            return True
-        directory = os.path.dirname(local)
-        if directory not in self._real_dirs:
-            self._real_dirs[directory] = within(os.path.realpath(directory), self._real_roots)
-        return self._real_dirs[directory]
+        return local is None or within(os.path.realpath(local), self.real_roots)
 
 
 class FileIOSource(Protocol):
@@ -154,20 +151,23 @@ class BoundedReader:
         self._timed: tuple[FileIO, FileIO] | None = None
         self._lock = Lock()
 
-    def read(self, location: str, what: str, properties: dict[str, str] | None = None) -> bytes:
-        """The file's bytes, gunzipped when they start with the gzip magic. Raises CatalogError."""
+    def read(
+        self, location: str, what: str, properties: dict[str, str] | None = None, roots: Sequence[str] = ()
+    ) -> bytes:
+        """The file's bytes, gunzipped when they start with the gzip magic. Raises CatalogError.
+
+        ``roots``: resolved local directories the file opened must also lie under (a table's, see
+        :class:`TableFiles`); checked on the open file, so a symbolic link swapped in after a check is refused.
+        """
         path = local_path(location)
-        raw = self._read_local(path, location, what) if path is not None else self._read_remote(location, what)
+        raw = self._read_local(path, location, what, roots) if path is not None else self._read_remote(location, what)
         return gunzip(raw, self.limits.max_bytes, location, what) if raw[:2] == _GZIP_MAGIC else raw
 
     # Local files ----------------------------------------------------------------------------------------
-    def _read_local(self, path: str, location: str, what: str) -> bytes:
+    def _read_local(self, path: str, location: str, what: str, roots: Sequence[str] = ()) -> bytes:
         try:
             self._check_regular(os.stat(path), location, what)
-            if self._real_roots is not None and not within(os.path.realpath(path), self._real_roots):
-                raise Forbidden(
-                    f"{what} {shown(location)} resolves (through a symbolic link) outside the allowed locations"
-                )
+            self._check_real(os.path.realpath(path), location, what, roots)
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
         except FileNotFoundError as exc:
             raise NotFound(f"Failed to open input stream for file: {location}") from exc
@@ -180,12 +180,23 @@ class BoundedReader:
         try:
             status = os.fstat(fd)
             self._check_regular(status, location, what)  # swapped for a FIFO since the stat: still refused
+            self._check_real(_opened_path(fd, path), location, what, roots)  # swapped for a link: still refused
             self._check_size(status.st_size, location, what)
             return self._drain(lambda n: os.read(fd, n), location, what, deadline=None)
         except OSError as exc:
             raise storage_error(f"Cannot read {what} {shown(location)}", exc) from exc
         finally:
             os.close(fd)
+
+    def _check_real(self, real: str, location: str, what: str, roots: Sequence[str]) -> None:
+        if self._real_roots is not None and not within(real, self._real_roots):
+            raise Forbidden(
+                f"{what} {shown(location)} resolves (through a symbolic link) outside the allowed locations"
+            )
+        if roots and not within(real, roots):
+            raise Forbidden(
+                f"{what} {shown(location)} resolves (through a symbolic link) outside the table's own locations"
+            )
 
     @staticmethod
     def _check_regular(status: os.stat_result, location: str, what: str) -> None:
@@ -279,6 +290,14 @@ def gunzip(raw: bytes, limit: int, location: str, what: str) -> bytes:
     except zlib.error as exc:
         raise BadRequest(f"{what} {shown(location)} is not valid gzip") from exc
     return bytes(out)
+
+
+def _opened_path(fd: int, path: str) -> str:
+    """The resolved path of the file open as ``fd`` (Linux: its ``/proc/self/fd`` link), else of ``path``."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
 
 
 def within(path: str, roots: Iterable[str]) -> bool:

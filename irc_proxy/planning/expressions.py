@@ -13,6 +13,7 @@ Function applications and transform terms have no pyiceberg counterpart: they ar
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.conversions import from_json
@@ -53,9 +54,67 @@ from pyiceberg.types import (
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.planning.content_files import single_value
+from irc_proxy.planning.simplify import simplify
 
 MAX_NODES = 10_000
 """Predicates and literals one filter may hold (its depth is bounded by ``server.max_json_depth``)."""
+
+
+@dataclass(frozen=True)
+class FilterLimits:
+    """What one filter may hold, checked on its JSON before anything is parsed or stored (400 beyond)."""
+
+    literal_bytes: int = 4096
+    """One literal (UTF-8 bytes of a string, digits of a number): ``server.scan_planning.max_filter_literal_bytes``."""
+    in_values: int = 1000
+    """Values of one ``in``/``not-in`` list: ``server.scan_planning.max_filter_in_values``."""
+    filter_bytes: int = 256 << 10
+    """All the filter's strings and numbers together: ``server.scan_planning.max_filter_bytes``."""
+
+
+def check_filter_size(node: Any, limits: FilterLimits) -> None:
+    """Refuse a filter (its raw JSON, before any typing) over ``limits``, or with more than ``4 * MAX_NODES``
+    JSON values (keys included), so that what is parsed, kept with a plan and repeated in answers is bounded.
+
+    Raises:
+        BadRequest: naming the limit and its setting.
+    """
+    total = values = 0
+    todo: list[Any] = [node]
+    while todo:
+        item = todo.pop()
+        values += 1
+        if values > 4 * MAX_NODES:
+            raise BadRequest(f"Invalid filter: more than {MAX_NODES} predicates and literals")
+        if isinstance(item, dict):
+            todo.extend(item.values())
+            size = sum(len(str(key).encode()) for key in item)
+        elif isinstance(item, list):
+            if len(item) > limits.in_values:
+                raise BadRequest(
+                    f"Invalid filter: a list of {len(item)} values is longer than the limit of {limits.in_values} "
+                    "(server.scan_planning.max_filter_in_values)"
+                )
+            todo.extend(item)
+            continue
+        elif isinstance(item, str):
+            size = len(item.encode(errors="replace"))
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            size = len(repr(item)) if not isinstance(item, int) else max(1, item.bit_length() * 3 // 10 + 1)
+        else:
+            continue
+        if not isinstance(item, dict) and size > limits.literal_bytes:
+            raise BadRequest(
+                f"Invalid filter: a literal of {size} bytes is longer than the limit of {limits.literal_bytes} bytes "
+                "(server.scan_planning.max_filter_literal_bytes)"
+            )
+        total += size
+        if total > limits.filter_bytes:
+            raise BadRequest(
+                f"Invalid filter: its values take more than the limit of {limits.filter_bytes} bytes "
+                "(server.scan_planning.max_filter_bytes)"
+            )
+
 
 _UNARY: dict[str, Callable[..., BooleanExpression]] = {
     "is-null": IsNull,
@@ -176,13 +235,14 @@ class _Parser:
 
 
 def parse_filter(node: Any, schema: Schema, case_sensitive: bool = True) -> BooleanExpression:
-    """The pyiceberg expression for a spec ``Predicate`` over ``schema``, checked by binding it.
+    """The pyiceberg expression for a spec ``Predicate`` over ``schema``, simplified (``planning.simplify``) and
+    checked by binding it. Its size is checked before, by :func:`check_filter_size`.
 
     Raises:
         BadRequest: malformed, naming an unknown column, or a literal that is no value of its column.
     """
     try:
-        expression = _Parser(schema, case_sensitive).predicate(node)
+        expression = simplify(_Parser(schema, case_sensitive).predicate(node))
         bind(schema, expression, case_sensitive)
     except RecursionError:
         raise BadRequest("Invalid filter: nested too deeply") from None

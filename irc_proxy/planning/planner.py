@@ -18,6 +18,7 @@ Blocking (reads files): run it in a worker thread.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,8 +48,9 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import ListType, MapType, StructType
 
 from irc_proxy.errors import BadRequest
+from irc_proxy.planning.budget import Budget
 from irc_proxy.planning.content_files import FileRenderer, v3_field
-from irc_proxy.planning.expressions import parse_filter, residual_json
+from irc_proxy.planning.expressions import MAX_NODES, FilterLimits, check_filter_size, parse_filter, residual_json
 from irc_proxy.planning.manifests import ManifestSource
 
 PATH_FIELD_ID = 2147483546
@@ -79,7 +81,14 @@ def _names(body: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise BadRequest(f"Invalid scan request: {key} must be a list of field names")
-    return tuple(value)
+    if len(value) > MAX_NODES:
+        raise BadRequest(f"Invalid scan request: {key} names more than {MAX_NODES} fields")
+    return tuple(dict.fromkeys(value))  # each name once: what is stored with a plan stays small
+
+
+DEFAULT_LIMITS = FilterLimits()
+MAX_STORED_REQUEST_BYTES = 1 << 20
+"""A scan request as kept with a plan (its filter within ``FilterLimits``, its names each once) at most."""
 
 
 @dataclass(frozen=True)
@@ -97,10 +106,12 @@ class ScanRequest:
     min_rows_requested: int | None = None
 
     @classmethod
-    def from_json(cls, body: Any) -> ScanRequest:
-        """Raises BadRequest."""
+    def from_json(cls, body: Any, limits: FilterLimits | None = DEFAULT_LIMITS) -> ScanRequest:
+        """Raises BadRequest. ``limits`` None: a request kept with a plan (checked when it was made)."""
         if not isinstance(body, dict):
             raise BadRequest("Invalid scan request: expected a JSON object")
+        if limits is not None and body.get("filter") is not None:
+            check_filter_size(body["filter"], limits)
         request = cls(
             snapshot_id=_int(body, "snapshot-id"),
             start_snapshot_id=_int(body, "start-snapshot-id"),
@@ -118,6 +129,8 @@ class ScanRequest:
             raise BadRequest("Invalid scan request: snapshot-id cannot be combined with start/end-snapshot-id")
         if request.min_rows_requested is not None and request.min_rows_requested < 0:
             raise BadRequest("Invalid scan request: min-rows-requested must not be negative")
+        if limits is not None and len(json.dumps(request.to_json())) > MAX_STORED_REQUEST_BYTES:
+            raise BadRequest(f"Invalid scan request: larger than {MAX_STORED_REQUEST_BYTES} bytes (filter, names)")
         return request
 
     def to_json(self) -> dict[str, Any]:
@@ -140,29 +153,68 @@ def _delete_key(delete: dict[str, Any]) -> tuple[str, int | None]:
     return delete["file-path"], delete.get("content-offset")
 
 
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+@dataclass(frozen=True)
+class Residual:
+    """A task's residual filter as JSON and its encoded size; ``json`` None: not sent (see ``ScanPlanner``)."""
+
+    json: Any
+    size: int = 0
+    plain: bool = False
+    """The residual is ``true``: every row of the file matches."""
+
+
+NO_RESIDUAL = Residual(None, 0, True)
+WHOLE_FILTER = Residual(None)
+REPEATED_RESIDUAL_BYTES = 16 << 10
+"""A residual equal to the whole filter is repeated in each task up to this size, and omitted above it.
+
+The spec says a client without a residual applies the original filter, so omitting it is always correct;
+but pyiceberg 0.12's ``count()`` takes a missing residual for ``true`` (it adds the file's record count).
+Small filters therefore keep their residual; a large one is not repeated in every task (a 1 MB filter times
+2,000 files was 2 GB of answer)."""
+
+
 @dataclass
 class ScanTasks:
-    """File scan tasks and the delete files they reference, as the spec's ScanTasks JSON."""
+    """File scan tasks and the delete files they reference, as the spec's ScanTasks JSON, bounded: once
+    ``max_tasks`` tasks or about ``max_bytes`` of JSON are in, it is :attr:`full` (one task at least)."""
 
+    max_tasks: int = 1 << 62
+    max_bytes: int = 1 << 62
     tasks: list[dict[str, Any]] = field(default_factory=list)
     deletes: list[dict[str, Any]] = field(default_factory=list)
     plain_rows: int = 0
     """Rows of the tasks that need neither a residual filter nor deletes (for ``min-rows-requested``)."""
+    bytes: int = 0
+    """The JSON size of what is in, estimated (exact but for separators)."""
     _delete_index: dict[tuple[str, int | None], int] = field(default_factory=dict)
 
-    def add(self, data: dict[str, Any], deletes: Sequence[dict[str, Any]], residual: Any) -> None:
+    @property
+    def full(self) -> bool:
+        return len(self.tasks) >= self.max_tasks or self.bytes >= self.max_bytes
+
+    def add(self, data: dict[str, Any], deletes: Sequence[dict[str, Any]], residual: Residual) -> None:
         references = []
         for delete in deletes:
             key = _delete_key(delete)
             if key not in self._delete_index:
                 self._delete_index[key] = len(self.deletes)
                 self.deletes.append(delete)
+                self.bytes += _size(delete) + 1
             references.append(self._delete_index[key])
         task: dict[str, Any] = {"data-file": data}
+        self.bytes += _size(data) + 16
         if references:
             task["delete-file-references"] = references
-        task["residual-filter"] = residual
-        if residual is True and not references:
+            self.bytes += 30 + 8 * len(references)
+        if residual.json is not None:
+            task["residual-filter"] = residual.json
+            self.bytes += residual.size + 20
+        if residual.plain and not references:
             self.plain_rows += int(data["record-count"])
         self.tasks.append(task)
 
@@ -254,11 +306,19 @@ def _descendant_ids(schema: Schema, field_id: int) -> list[int]:
     return ids
 
 
-class ScanPlanner:
-    """One scan of one table's metadata (see the module docstring). Raises BadRequest for what the request names."""
+Chunk = tuple[int, int]
+"""A piece of a plan: the data manifests from ``start`` to ``end`` (exclusive) in the manifest list's order."""
 
-    def __init__(self, metadata: TableMetadata, request: ScanRequest, source: ManifestSource) -> None:
+
+class ScanPlanner:
+    """One scan of one table's metadata (see the module docstring). Raises BadRequest for what the request names,
+    and PlanTooCostly once ``budget`` is spent (checked per manifest, partition and manifest entry)."""
+
+    def __init__(
+        self, metadata: TableMetadata, request: ScanRequest, source: ManifestSource, budget: Budget | None = None
+    ) -> None:
         self._metadata, self._request, self._source = metadata, request, source
+        self._budget = budget or Budget(float("inf"), float("inf"))
         self.snapshot = self._snapshot()
         self.appended = self._appended()
         self.schema = self._schema()
@@ -271,10 +331,17 @@ class ScanPlanner:
         self.row_filter: BooleanExpression = (
             AlwaysTrue() if request.filter is None else parse_filter(request.filter, self.schema, case_sensitive)
         )
+        self._always = isinstance(self.row_filter, AlwaysTrue)
         self._specs = metadata.specs()
         self._renderer = FileRenderer(self.schema, self._specs, stats_ids)
         self._projections: dict[int, BooleanExpression] = {}
-        self._manifests: dict[str, ManifestFile] | None = None
+        self._manifest_evaluators: dict[int, Any] = {}
+        self._partition_evaluators: dict[int, Any] = {}
+        self._residual_evaluators: dict[int, Any] = {}
+        self._residuals: dict[tuple[int, Record], Residual] = {}
+        self._whole: tuple[str, Residual] | None = None
+        self._metrics: Any = None
+        self._manifests: list[ManifestFile] | None = None
         self._delete_files: _Deletes | None = None
         self._rendered_deletes: dict[tuple[str, int | None], dict[str, Any]] = {}
 
@@ -323,7 +390,8 @@ class ScanPlanner:
             raise BadRequest(f"Invalid scan request: {what} names no column {name!r}") from None
 
     # Step 1: chunks of data manifests -------------------------------------------------------------------
-    def _manifest_files(self) -> dict[str, ManifestFile]:
+    def _manifest_files(self) -> list[ManifestFile]:
+        """The snapshot's manifests (an incremental scan's added data manifests), each once, in a stable order."""
         if self._manifests is None:
             found: dict[str, ManifestFile] = {}
             if self.appended is not None:
@@ -337,7 +405,7 @@ class ScanPlanner:
             elif self.snapshot is not None:
                 for manifest in self._source.manifest_list(self.snapshot.manifest_list):
                     found.setdefault(manifest.manifest_path, manifest)
-            self._manifests = found
+            self._manifests = list(found.values())
         return self._manifests
 
     def _projection(self, spec_id: int) -> BooleanExpression:
@@ -349,31 +417,39 @@ class ScanPlanner:
         return self._projections[spec_id]
 
     def _may_match(self, manifest: ManifestFile) -> bool:
-        if isinstance(self.row_filter, AlwaysTrue):
+        if self._always:
             return True
         spec_id = manifest.partition_spec_id
         spec = self._specs.get(spec_id)
         if spec is None:
             return True
-        evaluate = manifest_evaluator(spec, self.schema, self._projection(spec_id), self._request.case_sensitive)
-        return bool(evaluate(manifest))
+        if spec_id not in self._manifest_evaluators:  # binding the filter is the cost: once per spec
+            self._manifest_evaluators[spec_id] = manifest_evaluator(
+                spec, self.schema, self._projection(spec_id), self._request.case_sensitive
+            )
+        self._budget.check()
+        return bool(self._manifest_evaluators[spec_id](manifest))
 
-    def chunks(self, files_per_task: int) -> list[list[str]]:
-        """The data manifests that may match, grouped into chunks of at most ``files_per_task`` files."""
-        chunks: list[list[str]] = []
-        current: list[str] = []
+    def _wanted(self, manifest: ManifestFile) -> bool:
+        return manifest.content == ManifestContent.DATA and self._may_match(manifest)
+
+    def chunks(self, files_per_task: int) -> list[Chunk]:
+        """The data manifests that may match, in chunks of at most ``files_per_task`` files (by the list's counts)."""
+        chunks: list[Chunk] = []
+        start: int | None = None
         files = 0
-        for path, manifest in self._manifest_files().items():
-            if manifest.content != ManifestContent.DATA or not self._may_match(manifest):
+        for index, manifest in enumerate(self._manifest_files()):
+            if not self._wanted(manifest):
                 continue
             count = max(1, (manifest.added_files_count or 0) + (manifest.existing_files_count or 0))
-            if current and files + count > files_per_task:
-                chunks.append(current)
-                current, files = [], 0
-            current.append(path)
+            if start is not None and files + count > files_per_task:
+                chunks.append((start, index))
+                start, files = None, 0
+            if start is None:
+                start = index
             files += count
-        if current:
-            chunks.append(current)
+        if start is not None:
+            chunks.append((start, len(self._manifest_files())))
         return chunks
 
     # Step 2: the tasks of one chunk ---------------------------------------------------------------------
@@ -386,46 +462,56 @@ class ScanPlanner:
         deletes = _Deletes()
         if self.appended is not None:
             return deletes
-        for manifest in self._manifest_files().values():
+        for manifest in self._manifest_files():
             if manifest.content != ManifestContent.DELETES or not self._may_match(manifest):
                 continue
             spec = self._specs.get(manifest.partition_spec_id)
             evaluate = self._partition_evaluator(manifest.partition_spec_id)
             for entry in self._source.entries(manifest):
+                self._budget.check()
                 if evaluate(entry.data_file.partition):
                     deletes.add(entry, spec)
         return deletes
 
     def _partition_evaluator(self, spec_id: int) -> Any:
-        spec = self._specs.get(spec_id)
-        if spec is None or isinstance(self.row_filter, AlwaysTrue):
-            return lambda _partition: True
-        partition_schema = Schema(*spec.partition_type(self.schema).fields)
-        return expression_evaluator(partition_schema, self._projection(spec_id), self._request.case_sensitive)
+        if spec_id not in self._partition_evaluators:
+            spec = self._specs.get(spec_id)
+            if spec is None or self._always:
+                self._partition_evaluators[spec_id] = lambda _partition: True
+            else:
+                partition_schema = Schema(*spec.partition_type(self.schema).fields)
+                self._partition_evaluators[spec_id] = expression_evaluator(
+                    partition_schema, self._projection(spec_id), self._request.case_sensitive
+                )
+        return self._partition_evaluators[spec_id]
 
-    def plan_chunk(self, paths: Sequence[str], into: ScanTasks | None = None) -> ScanTasks:
-        """The file scan tasks of one chunk (added to ``into`` when given)."""
-        result = into if into is not None else ScanTasks()
+    def _metrics_evaluator(self) -> Any:
+        if self._metrics is None:
+            self._metrics = _InclusiveMetricsEvaluator(self.schema, self.row_filter, self._request.case_sensitive).eval
+        return self._metrics
+
+    def plan_chunk(self, chunk: Chunk, into: ScanTasks, skip: int = 0) -> int | None:
+        """Add the file scan tasks of ``chunk`` to ``into``, from its ``skip``-th manifest entry on, until ``into``
+        is full. Where to resume (an entry number for ``skip``) when it filled up before the chunk's end, else None.
+        """
         manifests = self._manifest_files()
         deletes = self._deletes()
-        always = isinstance(self.row_filter, AlwaysTrue)
-        metrics = (
-            None
-            if always
-            else _InclusiveMetricsEvaluator(self.schema, self.row_filter, self._request.case_sensitive).eval
-        )
         appended = None if self.appended is None else {s.snapshot_id for s in self.appended}
-        residuals: dict[tuple[int, Record], Any] = {}
-        evaluators: dict[int, Any] = {}
-        for path in paths:
-            manifest = manifests.get(path)
-            if manifest is None:
+        position = 0
+        for manifest in manifests[chunk[0] : chunk[1]]:
+            if not self._wanted(manifest):
+                continue
+            entries = self._source.entries(manifest)
+            if position + len(entries) <= skip:
+                position += len(entries)
                 continue
             spec_id = manifest.partition_spec_id
-            if spec_id not in evaluators:
-                evaluators[spec_id] = self._partition_evaluator(spec_id)
-            in_partition = evaluators[spec_id]
-            for entry in self._source.entries(manifest):
+            in_partition = self._partition_evaluator(spec_id)
+            for entry in entries:
+                position += 1
+                if position <= skip:
+                    continue
+                self._budget.check()
                 data = entry.data_file
                 if data.content != DataFileContent.DATA:
                     continue
@@ -433,14 +519,22 @@ class ScanPlanner:
                     entry.status != ManifestEntryStatus.ADDED or entry.snapshot_id not in appended
                 ):
                     continue
-                if not always and not (in_partition(data.partition) and metrics is not None and metrics(data)):
+                if not self._always and not (in_partition(data.partition) and self._metrics_evaluator()(data)):
                     continue
-                key = (spec_id, data.partition)
-                if key not in residuals:
-                    residuals[key] = self._residual(spec_id, data.partition)
                 rendered_deletes = [self._render_delete(d) for d in deletes.for_entry(entry)]
-                result.add(self._renderer.render(data), rendered_deletes, residuals[key])
-        return result
+                into.add(self._renderer.render(data), rendered_deletes, self._residual(spec_id, data.partition))
+                if into.full:
+                    return position if self._more_after(chunk, manifest, entry) else None
+        return None
+
+    def _more_after(self, chunk: Chunk, manifest: ManifestFile, entry: ManifestEntry) -> bool:
+        """Whether ``chunk`` has entries after ``entry`` (of ``manifest``)."""
+        manifests = self._manifest_files()
+        entries = self._source.entries(manifest)
+        if entries and entries[-1] is not entry:
+            return True
+        index = manifests.index(manifest, chunk[0], chunk[1])
+        return any(self._wanted(m) and self._source.entries(m) for m in manifests[index + 1 : chunk[1]])
 
     def _render_delete(self, delete: DataFile) -> dict[str, Any]:
         key = (delete.file_path, v3_field(delete, "content_offset"))
@@ -449,11 +543,40 @@ class ScanPlanner:
             rendered = self._rendered_deletes[key] = self._renderer.render(delete)
         return rendered
 
-    def _residual(self, spec_id: int, partition: Record) -> Any:
-        if isinstance(self.row_filter, AlwaysTrue):
-            return True
+    def _residual(self, spec_id: int, partition: Record) -> Residual:
+        """The residual of the files of one partition, computed once; ``true`` and a large whole filter are not sent
+        (see ``REPEATED_RESIDUAL_BYTES``)."""
+        if self._always:
+            return NO_RESIDUAL
+        key = (spec_id, partition)
+        found = self._residuals.get(key)
+        if found is not None:
+            return found
+        self._budget.check()
         spec = self._specs.get(spec_id)
         if spec is None:
-            return residual_json(self.row_filter, self.schema)
-        evaluator = residual_evaluator_of(spec, self.row_filter, self._request.case_sensitive, self.schema)
-        return residual_json(evaluator.residual_for(partition), self.schema)
+            expression = self.row_filter
+        else:
+            if spec_id not in self._residual_evaluators:
+                self._residual_evaluators[spec_id] = residual_evaluator_of(
+                    spec, self.row_filter, self._request.case_sensitive, self.schema
+                )
+            expression = self._residual_evaluators[spec_id].residual_for(partition)
+        if isinstance(expression, AlwaysTrue):
+            found = NO_RESIDUAL
+        else:
+            value = residual_json(expression, self.schema)
+            text = json.dumps(value, separators=(",", ":"))
+            whole_text, whole = self._whole_filter()
+            found = whole if text == whole_text else Residual(value, len(text))
+        self._residuals[key] = found
+        return found
+
+    def _whole_filter(self) -> tuple[str, Residual]:
+        """The whole filter as a residual: sent in each task while small, else left out (the client applies it)."""
+        if self._whole is None:
+            value = residual_json(self.row_filter, self.schema)
+            text = json.dumps(value, separators=(",", ":"))
+            residual = Residual(value, len(text)) if len(text) <= REPEATED_RESIDUAL_BYTES else WHOLE_FILTER
+            self._whole = (text, residual)
+        return self._whole

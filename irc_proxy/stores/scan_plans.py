@@ -1,7 +1,9 @@
 """Server-side scan plans in the state database, so any replica answers a poll, a task fetch or a cancel.
 
 A row holds what is needed to plan again any piece of the plan (the table, the metadata file it was
-planned on, the request) and, once planned, the chunks of manifests its plan tasks stand for. Rows
+planned on, the request) and, once planned, the chunks of manifests its plan tasks stand for (as
+``[start, end, entry]`` positions in the manifest list, ``[]`` once answered). A plan with nothing left to
+fetch (or cancelled) keeps neither request nor chunks, and no row is larger than ``MAX_ROW_BYTES``. Rows
 live for ``ttl`` after they are created and are purged opportunistically afterwards.
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 from sqlalchemy import Column, DateTime, Engine, MetaData, String, Table, Text, delete, insert, select, update
 
 from irc_proxy.dberrors import database_errors
+from irc_proxy.errors import PayloadTooLarge
 from irc_proxy.stores.db import as_utc
 from irc_proxy.threads import ThreadRunner
 
@@ -37,6 +40,18 @@ PLANS = Table(
     Column("expires_at", DateTime(timezone=True), nullable=False),
 )
 PURGE_INTERVAL_SECONDS = 60.0
+MAX_ROW_BYTES = 4 << 20
+"""A plan's request and chunks together (a request is at most 1 MiB: ``planning.planner``)."""
+
+
+def _encoded(request: dict[str, Any], chunks: list[list[int]] | None) -> tuple[str, str | None]:
+    """The request and chunks as stored: without the request when no chunk is left to fetch. Raises PayloadTooLarge."""
+    if chunks is not None and not any(chunks):
+        request, chunks = {}, []
+    encoded = json.dumps(request, separators=(",", ":")), None if chunks is None else json.dumps(chunks)
+    if len(encoded[0]) + len(encoded[1] or "") > MAX_ROW_BYTES:
+        raise PayloadTooLarge(f"The scan plan is too large to keep (over {MAX_ROW_BYTES} bytes): narrow the scan")
+    return encoded
 
 
 @dataclass(frozen=True)
@@ -57,7 +72,7 @@ class StoredPlan:
     """``submitted``, ``completed``, ``failed`` or ``cancelled``."""
     metadata_location: str
     request: dict[str, Any]
-    chunks: list[list[str]] | None
+    chunks: list[list[int]] | None
     error: dict[str, Any] | None
     updated_at: datetime
 
@@ -75,10 +90,11 @@ class ScanPlanStore:
         owner: PlanOwner,
         metadata_location: str,
         request: dict[str, Any],
-        chunks: list[list[str]] | None,
+        chunks: list[list[int]] | None,
     ) -> None:
         """Store a new plan: ``completed`` with its ``chunks``, or ``submitted`` (chunks None) until settled."""
         now = datetime.now(UTC)
+        request_text, chunks_text = _encoded(request, chunks)
         row = {
             "plan_id": plan_id,
             "principal": owner.principal,
@@ -87,8 +103,8 @@ class ScanPlanStore:
             "name": owner.name,
             "status": "submitted" if chunks is None else "completed",
             "metadata_location": metadata_location,
-            "request": json.dumps(request),
-            "chunks": None if chunks is None else json.dumps(chunks),
+            "request": request_text,
+            "chunks": chunks_text,
             "created_at": now,
             "updated_at": now,
             "expires_at": now + self.ttl,
@@ -99,20 +115,22 @@ class ScanPlanStore:
         """The plan, or None when there is none (or it expired)."""
         return await self._threads.run(self._get, plan_id)
 
-    async def complete(self, plan_id: str, chunks: list[list[str]]) -> bool:
+    async def complete(self, plan_id: str, chunks: list[list[int]]) -> bool:
         """Settle a submitted plan as completed; False when it is no longer submitted (cancelled, gone)."""
+        if not any(chunks):
+            return await self._settle(plan_id, "completed", chunks="[]", request="{}")
         return await self._settle(plan_id, "completed", chunks=json.dumps(chunks))
 
     async def fail(self, plan_id: str, error: dict[str, Any]) -> bool:
         """Settle a submitted plan as failed with the spec's ``error`` object."""
-        return await self._settle(plan_id, "failed", error=json.dumps(error))
+        return await self._settle(plan_id, "failed", error=json.dumps(error), request="{}")
 
     async def cancel(self, plan_id: str) -> bool:
         """Cancel the plan (its tasks are gone); False when there is no such plan."""
         statement = (
             update(PLANS)
             .where(PLANS.c.plan_id == plan_id, PLANS.c.expires_at > datetime.now(UTC))
-            .values(status="cancelled", chunks=None, updated_at=datetime.now(UTC))
+            .values(status="cancelled", chunks=None, request="{}", updated_at=datetime.now(UTC))
         )
         return bool(await self._threads.run(self._execute, statement))
 
