@@ -31,6 +31,14 @@ def object_path(params: dict[str, Any], separator: str) -> str | None:
     return ".".join(parts)
 
 
+def _catalog_of(operation: str, prefix: str | None, catalogs: Any) -> str | None:
+    """The path's catalog; a REST path without one means the default catalog, a console page without one
+    (the catalogs list, sign-in, the admin pages) none."""
+    if prefix is not None:
+        return unquote_plus(prefix)
+    return None if operation.startswith("ui.") else getattr(catalogs, "default", None)
+
+
 def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None:
     """Hand the request's record to the lifespan's ``auditor`` (never blocking), if it reached an operation.
 
@@ -54,7 +62,7 @@ def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None
             time=now(),
             principal=context.principal,
             operation=note.operation,
-            catalog=unquote_plus(prefix) if prefix is not None else getattr(catalogs, "default", None),
+            catalog=_catalog_of(note.operation, prefix, catalogs),
             object=note.object or object_path(params, separator),
             status=int(status),
             request_id=context.request_id,

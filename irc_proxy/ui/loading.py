@@ -48,6 +48,15 @@ async def _forwarded(
         raise BadRequest("The remote catalog answered with a body that is not JSON") from None
 
 
+async def table_location(request: Request, catalog: Catalog, ident: TableIdent) -> str | None:
+    """The table's current metadata location, cheaply (no file is read), or None when the catalog forwards
+    ``loadTable`` to its remote catalog. Raises NoSuchTable."""
+    await catalog.discover(parsing.context(request))
+    if catalog.placement(f"GET {TABLE}") is Placement.FORWARDED and catalog.forwarder is not None:
+        return None
+    return await catalog.tables.current_location(ident)
+
+
 async def load_table(request: Request, catalog: Catalog, ident: TableIdent) -> tuple[str, TableMetadata]:
     """The table's metadata location and metadata. Raises NoSuchTable (NotFound) and the remote's errors."""
     names = {"table": quote(ident.name, safe="")}

@@ -6,14 +6,18 @@ history compares each schema with the one before it; a view's versions are compa
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterator, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 from pyiceberg.view.metadata import ViewMetadata, ViewVersion
+
+from irc_proxy.ui import diffing
+from irc_proxy.ui.lru import Lru
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class SchemaChange:
     removed: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     """``path: old -> new`` for a type, requiredness or rename of the same field id."""
+    left_out: int = 0
+    """Names not listed (over ``NAMES_PER_CHANGE`` of a kind)."""
 
 
 def _children(kind: IcebergType) -> list[NestedField]:
@@ -59,29 +65,71 @@ def _type_name(kind: IcebergType) -> str:
     return str(kind)
 
 
-def field_rows(schema: Schema) -> list[FieldRow]:
-    """Every field of ``schema`` depth first, nested ones with a dotted path."""
+CHECK_EVERY = 1024
+"""Fields walked between two deadline checks."""
+NAMES_PER_CHANGE = 50
+"""Field names listed at most per kind of change of one schema (the rest are counted)."""
 
-    def walk(fields: Sequence[NestedField], prefix: str, depth: int) -> Iterator[FieldRow]:
+
+def _walk(schema: Schema, check: Callable[[], None]) -> Iterator[tuple[NestedField, str, int]]:
+    """``(field, dotted path, depth)`` of every field of ``schema``, depth first; ``check`` runs every
+    ``CHECK_EVERY`` fields (nesting is bounded by the request bodies' depth limit)."""
+    seen = 0
+
+    def walk(fields: Sequence[NestedField], prefix: str, depth: int) -> Iterator[tuple[NestedField, str, int]]:
+        nonlocal seen
         for nested in fields:
+            seen += 1
+            if seen % CHECK_EVERY == 0:
+                check()
             path = f"{prefix}{nested.name}"
-            yield FieldRow(
-                nested.field_id, path, _type_name(nested.field_type), nested.required, nested.doc or "", depth
-            )
+            yield nested, path, depth
             yield from walk(_children(nested.field_type), f"{path}.", depth + 1)
 
-    return list(walk(schema.fields, "", 0))
+    return walk(schema.fields, "", 0)
 
 
-def schema_history(schemas: Sequence[Schema]) -> list[SchemaChange]:
+def _row(nested: NestedField, path: str, depth: int) -> FieldRow:
+    return FieldRow(nested.field_id, path, _type_name(nested.field_type), nested.required, nested.doc or "", depth)
+
+
+def iter_field_rows(schema: Schema, check: Callable[[], None] = lambda: None) -> Iterator[FieldRow]:
+    """Every field of ``schema`` depth first, nested ones with a dotted path (lazily)."""
+    return (_row(*walked) for walked in _walk(schema, check))
+
+
+def field_rows(schema: Schema, check: Callable[[], None] = lambda: None) -> list[FieldRow]:
+    """Every field of ``schema`` depth first, nested ones with a dotted path."""
+    return list(iter_field_rows(schema, check))
+
+
+def schema_history(schemas: Sequence[Schema], check: Callable[[], None] = lambda: None) -> list[SchemaChange]:
     """Each schema against the one before it (by schema id); the first one lists every field as added."""
-    history: list[SchemaChange] = []
-    before: dict[int, FieldRow] = {}
-    for schema in sorted(schemas, key=lambda s: s.schema_id):
-        now = {row.field_id: row for row in field_rows(schema)}
-        change = SchemaChange(schema.schema_id)
-        change.added.extend(now[i].path for i in now.keys() - before.keys())
-        change.removed.extend(before[i].path for i in before.keys() - now.keys())
+    ordered = sorted(schemas, key=lambda s: s.schema_id)
+    return schema_changes(ordered, range(len(ordered)), check)
+
+
+def schema_changes(ordered: Sequence[Schema], which: Sequence[int], check: Callable[[], None]) -> list[SchemaChange]:
+    """The changes of the schemas at positions ``which`` of ``ordered`` (sorted by id), each against the one
+    before it; at most ``NAMES_PER_CHANGE`` names per kind of change, the rest counted in ``left_out``."""
+    changes = []
+    walked: dict[int, dict[int, FieldRow]] = {}  # the last two schemas' fields: newest first reuses one
+
+    def rows_of(position: int) -> dict[int, FieldRow]:
+        if position not in walked:
+            if len(walked) > 1:
+                walked.pop(next(iter(walked)))
+            walked[position] = {row.field_id: row for row in iter_field_rows(ordered[position], check)}
+        return walked[position]
+
+    for position in which:
+        check()
+        now = rows_of(position)
+        before = rows_of(position - 1) if position else {}
+        change = SchemaChange(ordered[position].schema_id)
+        added = sorted(now[i].path for i in now.keys() - before.keys())
+        removed = sorted(before[i].path for i in before.keys() - now.keys())
+        changed = []
         for field_id in sorted(now.keys() & before.keys()):
             old, new = before[field_id], now[field_id]
             described = [
@@ -94,22 +142,18 @@ def schema_history(schemas: Sequence[Schema]) -> list[SchemaChange]:
                 if a != b
             ]
             if described:
-                change.changed.append(f"{new.path}: " + ", ".join(described))
-        change.added.sort()
-        change.removed.sort()
-        history.append(change)
-        before = now
-    return history
+                changed.append(f"{new.path}: " + ", ".join(described))
+        for listed, names in ((change.added, added), (change.removed, removed), (change.changed, changed)):
+            listed.extend(names[:NAMES_PER_CHANGE])
+        left_out = sum(max(0, len(names) - NAMES_PER_CHANGE) for names in (added, removed, changed))
+        changes.append(SchemaChange(change.schema_id, change.added, change.removed, change.changed, left_out))
+    return changes
 
 
 def moment(timestamp_ms: int) -> str:
     """An Iceberg timestamp as ISO 8601 UTC, to the second."""
     seconds = max(0, min(timestamp_ms, 253_402_300_799_000)) / 1000
     return datetime.fromtimestamp(seconds, UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-MAX_DIFF_LINES = 4000
-"""Longest pair of SQL texts (in lines) compared line by line."""
 
 
 @dataclass(frozen=True)
@@ -119,27 +163,60 @@ class DiffLine:
     text: str
 
 
+MAX_DIFF_LINES = diffing.MAX_DIFF_LINES
+"""Most lines of both versions' SQL together (over all dialects) compared line by line."""
+MAX_DIALECTS = 20
+"""Dialects of a view version shown (and compared) at most."""
+MAX_SQL_CHARS = 100_000
+"""Characters of one SQL text shown at most."""
+_DIFFS: Lru[tuple[str, int, int, str], dict[str, list[DiffLine]]] = Lru(32)
+"""Recent diffs by (view uuid, from, to, digest of both versions' SQL): a diff is derived from what its key
+names, so a cached one is never another view's (the digest) and each replica may keep its own."""
+_CACHED_CHARS = 2_000_000
+"""Larger diffs are not cached (the cache stays under ~64 MB)."""
+
+
 def sql_of(version: ViewVersion) -> dict[str, str]:
     """The SQL of each dialect of a view version."""
     return {rep.root.dialect: rep.root.sql for rep in version.representations}
 
 
-def version_diff(metadata: ViewMetadata, old_id: int, new_id: int) -> dict[str, list[DiffLine]]:
-    """Per dialect, the SQL of version ``old_id`` against ``new_id``, line by line. Raises KeyError."""
+def shown_sql(version: ViewVersion) -> dict[str, str]:
+    """The SQL of at most ``MAX_DIALECTS`` dialects, each cut at ``MAX_SQL_CHARS`` characters (and saying so)."""
+    shown = {}
+    for dialect, sql in sorted(sql_of(version).items())[:MAX_DIALECTS]:
+        cut = len(sql) - MAX_SQL_CHARS
+        shown[dialect] = sql if cut <= 0 else f"{sql[:MAX_SQL_CHARS]}\n… ({cut:,} more characters not shown)"
+    return shown
+
+
+def version_diff(
+    metadata: ViewMetadata, old_id: int, new_id: int, check: Callable[[], None] = lambda: None
+) -> dict[str, list[DiffLine]]:
+    """Per dialect, the SQL of version ``old_id`` against ``new_id``, line by line. Raises KeyError.
+
+    Bounded: at most ``MAX_DIALECTS`` dialects and ``MAX_DIFF_LINES`` lines over all of them are compared
+    (``diffing``, near-linear); ``check`` runs between steps (a deadline). Cached (``_DIFFS``).
+    """
     versions = {v.version_id: v for v in metadata.versions}
     old, new = sql_of(versions[old_id]), sql_of(versions[new_id])
+    digest = hashlib.sha256(json.dumps([sorted(old.items()), sorted(new.items())]).encode()).hexdigest()
+    key = (str(metadata.view_uuid), old_id, new_id, digest)
+    cached = _DIFFS.get(key)
+    if cached is not None:
+        return cached
     diffs: dict[str, list[DiffLine]] = {}
-    for dialect in sorted(old.keys() | new.keys()):
+    budget = MAX_DIFF_LINES
+    dialects = sorted(old.keys() | new.keys())
+    for dialect in dialects[:MAX_DIALECTS]:
         a, b = old.get(dialect, "").splitlines(), new.get(dialect, "").splitlines()
-        lines: list[DiffLine] = []
-        if len(a) + len(b) > MAX_DIFF_LINES:  # bounded cost: difflib is quadratic at worst
+        if len(a) + len(b) > budget:
             diffs[dialect] = [DiffLine("same", f"(too long to compare here: {len(a)} and {len(b)} lines)")]
             continue
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-            if tag == "equal":
-                lines += [DiffLine("same", text) for text in a[i1:i2]]
-                continue
-            lines += [DiffLine("removed", text) for text in a[i1:i2]]
-            lines += [DiffLine("added", text) for text in b[j1:j2]]
-        diffs[dialect] = lines
+        budget -= len(a) + len(b)
+        diffs[dialect] = [DiffLine(kind, text) for kind, text in diffing.diff_lines(a, b, check)]
+    if len(dialects) > MAX_DIALECTS:
+        diffs["…"] = [DiffLine("same", f"({len(dialects) - MAX_DIALECTS} more dialects not compared)")]
+    if sum(len(line.text) for lines in diffs.values() for line in lines) <= _CACHED_CHARS:
+        _DIFFS.put(key, diffs)
     return diffs

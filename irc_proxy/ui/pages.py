@@ -8,14 +8,13 @@ no tokens, no file contents beyond the metadata a ``loadTable``/``loadView`` cal
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden, TokenRequestError
@@ -25,13 +24,15 @@ from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.paging import PageRequest
 from irc_proxy.http import access, parsing
 from irc_proxy.http.errors import classify
-from irc_proxy.ui import charts, loading, models
+from irc_proxy.numbers import is_number
+from irc_proxy.ui import audit_sampling, budget, drawing, loading, models, windows
+from irc_proxy.ui.budget import Deadline
 from irc_proxy.ui.session import (
     UI_PREFIX,
     check_csrf,
     csrf_token,
-    remember_csrf,
     end_session,
+    remember_csrf,
     safe_next,
     set_session,
 )
@@ -49,10 +50,6 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 Page = Callable[[Request], Awaitable[Response]]
-DRAWN_ENTRIES = 32
-_DRAWN: OrderedDict[str, dict[str, Any]] = OrderedDict()
-"""The charts and schema tables of recently shown metadata files, by location: metadata files never change,
-so a table page shown again is drawn once (a bounded cache; each replica has its own)."""
 
 
 def ns_path(namespace: Namespace) -> str:
@@ -69,29 +66,54 @@ def _environment() -> Environment:
 TEMPLATES = Jinja2Templates(env=_environment())
 
 
-def render(request: Request, template: str, code: int = 200, **values: Any) -> Response:
-    """The page, with the security headers and (for pages with forms) the CSRF cookie."""
+def _common(request: Request, values: dict[str, Any]) -> dict[str, Any]:
     context = parsing.context(request)
     values |= {"principal": context.principal, "csrf": csrf_token(request), "prefix": UI_PREFIX}
     values.setdefault("is_admin", context.grants is not None and context.grants.admin)
     values.setdefault("auth_mode", request.state.settings.auth.mode)
+    return values
+
+
+def render(request: Request, template: str, code: int = 200, **values: Any) -> Response:
+    """The page, with the security headers and (for pages with forms) the CSRF cookie."""
+    values = _common(request, values)
     response = TEMPLATES.TemplateResponse(request, template, values, status_code=code, headers=SECURITY_HEADERS)
     remember_csrf(response, request)
     return response
 
 
+async def render_bounded(
+    request: Request, template: str, build: Callable[[Deadline], Mapping[str, Any]], **values: Any
+) -> Response:
+    """A page whose values (``build``) and template may be costly: both run in a worker thread within the
+    page's time budget (``ui.budget``; past it, PageTooCostly: a 503 error page)."""
+    values = _common(request, values)
+
+    def drawn(due: Deadline) -> str:
+        html = TEMPLATES.env.get_template(template).render(values | dict(build(due)))
+        due.check()
+        return html
+
+    response = HTMLResponse(await budget.run(request, drawn), headers=SECURITY_HEADERS)
+    remember_csrf(response, request)
+    return response
+
+
 def page(operation: str) -> Callable[[Page], Page]:
-    """Audit the page as ``ui.<operation>`` and answer a refusal or a missing object with an error page."""
+    """Audit the page as ``ui.<operation>`` under the catalog and object it shows (reads sampled:
+    ``ui.audit_sampling``) and answer a refusal or a missing object with an error page."""
 
     def wrap(handler: Page) -> Page:
         async def endpoint(request: Request) -> Response:
-            parsing.context(request).audit.name(f"ui.{operation}")
+            parsing.context(request).audit.name(f"ui.{operation}", request.path_params)
             try:
                 await access.of(request, catalog="").grants()  # looked up once: the header shows admins their pages
-                return await handler(request)
+                response = await handler(request)
             except CatalogError as exc:
                 status, kind = classify(exc)
-                return render(request, "error.html", status, status=status, kind=kind, message=exc.message)
+                response = render(request, "error.html", status, status=status, kind=kind, message=exc.message)
+            audit_sampling.sample(request, response.status_code)
+            return response
 
         endpoint.__name__ = handler.__name__
         return endpoint
@@ -228,92 +250,72 @@ async def namespace_page(request: Request) -> Response:
     if properties is None and children is None and tables is None and views is None:
         who = parsing.context(request).principal
         raise Forbidden(f"Principal {who} may not see {'.'.join(namespace) or 'catalog ' + catalog.name}")
-    values = {"properties": properties, "children": children, "tables": tables, "views": views}
-    return render(request, "namespace.html", catalog=catalog.name, namespace=namespace, **values)
+    query = drawing.lists_of(request.query_params, ("properties",))
+    shown = None if properties is None else windows.of_mapping(properties, query, "properties")
+    values = {"properties": shown, "children": children, "tables": tables, "views": views}
+    if properties is None or len(properties) <= windows.SIZE:
+        return render(request, "namespace.html", catalog=catalog.name, namespace=namespace, **values)
+    return await render_bounded(
+        request, "namespace.html", lambda due: {}, catalog=catalog.name, namespace=namespace, **values
+    )
 
 
 @page("table")
 async def table_page(request: Request) -> Response:
-    """A table: schema and its history, partitioning, sort orders, refs, metadata log and charts."""
+    """A table: schema and its history, partitioning, sort orders, refs, metadata log and charts, each long
+    list a window (``ui.windows``), built off the event loop within the page's budget (``ui.budget``)."""
     catalog, ident = parsing.catalog(request), parsing.table_param(request)
+    query = drawing.lists_of(request.query_params, drawing.TABLE_LISTS)
     await _authorize(request, catalog, "loadTable", ident)
-    metadata_location, metadata = await loading.load_table(request, catalog, ident)
-    snapshots = sorted(metadata.snapshots, key=lambda s: s.timestamp_ms)
+    budget.deadline(request)  # the budget counts from here: loading is bounded by the REST API's own limits
+    location = await loading.table_location(request, catalog, ident)
+    key = drawing.table_key(catalog.name, str(ident), location, query) if location else None
+    values = {"catalog": catalog.name, "ident": ident, "location": location}
+    drawn = drawing.drawn_table(key) if key else None
+    if drawn is not None:  # shown before: the metadata file is not read (nor parsed) again
+        return await render_bounded(request, "table.html", lambda due: drawn, **values)
+    values["location"], metadata = await loading.load_table(request, catalog, ident)
+    if location and values["location"] != location:  # committed meanwhile: cache under what is shown
+        key = drawing.table_key(catalog.name, str(ident), str(values["location"]), query)
 
-    def drawn() -> dict[str, Any]:  # thousands of snapshots or schemas: off the event loop
-        return {
-            "schema_rows": models.field_rows(metadata.schema()),
-            "history": models.schema_history(metadata.schemas),
-            "timeline": charts.snapshot_timeline(snapshots),
-            "sizes": charts.size_over_time(snapshots),
-        }
+    def build(due: Deadline) -> dict[str, Any]:
+        return drawing.table_values(key if values["location"] else None, metadata, query, due.check)
 
-    key = metadata_location
-    values = _DRAWN.get(key) if key else None
-    if values is None:
-        values = await request.state.threads.run(drawn)
-        if key:
-            _DRAWN[key] = values
-            while len(_DRAWN) > DRAWN_ENTRIES:
-                _DRAWN.popitem(last=False)
-    else:
-        _DRAWN.move_to_end(key)
-    return render(
-        request,
-        "table.html",
-        catalog=catalog.name,
-        ident=ident,
-        location=metadata_location,
-        metadata=metadata,
-        snapshots=list(reversed(snapshots))[:PAGE_SIZE],
-        **values,
-    )
+    return await render_bounded(request, "table.html", build, **values)
 
 
 @page("view")
 async def view_page(request: Request) -> Response:
-    """A view: the current SQL per dialect, its versions (who, when) and the diff of two of them."""
+    """A view: the current SQL per dialect, its versions (who, when) and the diff of two of them (near-linear,
+    bounded and cached: ``ui.diffing``), built off the event loop within the page's budget."""
     catalog, ident = parsing.catalog(request), parsing.table_param(request, "view")
+    query = drawing.lists_of(request.query_params, drawing.VIEW_LISTS)
     await _authorize(request, catalog, "loadView", ident)
+    budget.deadline(request)
     location, metadata, stored_here = await loading.load_view(request, catalog, ident)
-    versions = sorted(metadata.versions, key=lambda v: v.version_id)
-    ids = [v.version_id for v in versions]
+    ids = {v.version_id for v in metadata.versions}
     old, new = _version_pair(request, ids, metadata.current_version_id)
-    current = next(v for v in versions if v.version_id == metadata.current_version_id)
     authors = await catalog.require_views().version_authors(ident) if stored_here else {}
-    diff = {}
-    if old is not None and new is not None:
-        diff = await request.state.threads.run(models.version_diff, metadata, old, new)
-    return render(
-        request,
-        "view.html",
-        catalog=catalog.name,
-        ident=ident,
-        location=location,
-        metadata=metadata,
-        current=current,
-        current_sql=models.sql_of(current),
-        versions=list(reversed(versions)),
-        authors=authors,
-        old=old,
-        new=new,
-        diff=diff,
-    )
+
+    def build(due: Deadline) -> dict[str, Any]:
+        return drawing.view_values(metadata, old, new, query, due.check)
+
+    values = {"catalog": catalog.name, "ident": ident, "location": location, "metadata": metadata}
+    return await render_bounded(request, "view.html", build, authors=authors, old=old, new=new, **values)
 
 
-def _version_pair(request: Request, ids: list[int], current: int) -> tuple[int | None, int | None]:
+def _version_pair(request: Request, ids: set[int], current: int) -> tuple[int | None, int | None]:
     """The versions to compare: ``?from=&to=``, else the current one against the one before it."""
     query = request.query_params
     if "from" in query or "to" in query:
-        try:
-            old, new = int(query.get("from", "")), int(query.get("to", ""))
-        except ValueError:
-            raise BadRequest("Compare two versions: from and to must be version ids") from None
-        if old not in ids or new not in ids:
-            raise BadRequest(f"No such view version to compare; the versions are {ids[:20]}")
-        return old, new
-    before = [i for i in ids if i < current]
-    return (before[-1], current) if before else (None, None)
+        old, new = query.get("from", ""), query.get("to", "")
+        if not (is_number(old, 9) and is_number(new, 9)):
+            raise BadRequest("Compare two versions: from and to must be version ids")
+        if int(old) not in ids or int(new) not in ids:
+            raise BadRequest(f"No such view version to compare; the newest versions are {sorted(ids)[-20:]}")
+        return int(old), int(new)
+    before = max((i for i in ids if i < current), default=None)
+    return (before, current) if before is not None else (None, None)
 
 
 async def _authorize(request: Request, catalog: Catalog, operation: str, ident: TableIdent) -> None:

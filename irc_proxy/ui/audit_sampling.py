@@ -1,0 +1,41 @@
+"""The console's reads in the audit trail: one record per (principal, operation, catalog, object, status) per
+``server.ui_audit_every_seconds`` in each replica, so browsing does not flood the trail.
+
+A page's record names the catalog and object it shows (``ui.table`` of ``sales.orders`` in catalog
+``local``), like the REST operation it stands for. Refusals (403) and every form the console posts are
+always recorded; a page shown again within the window leaves no second record. Each replica keeps its own
+memory of the last ``REMEMBERED`` reads: forgetting one only means one more record, never one less.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import unquote_plus
+
+from starlette.requests import Request
+
+from irc_proxy.http import parsing
+from irc_proxy.http.audit import object_path
+from irc_proxy.ui.lru import Lru
+
+REMEMBERED = 10_000
+_SEEN: Lru[tuple[str, str, str | None, str | None, int], float] = Lru(REMEMBERED)
+
+
+def sample(request: Request, status: int) -> None:
+    """Leave ``request`` unrecorded when the same read was recorded less than the window ago."""
+    context = parsing.context(request)
+    note = context.audit
+    every: float = request.state.settings.server.ui_audit_every_seconds
+    if request.method != "GET" or every <= 0 or note.operation is None or status == 403 or note.decision == "denied":
+        return
+    prefix = note.params.get("prefix")
+    catalog = unquote_plus(prefix) if prefix is not None else None
+    separator = request.state.settings.server.namespace_separator
+    key = (context.principal, note.operation, catalog, note.object or object_path(note.params, separator), status)
+    now = time.monotonic()
+    last = _SEEN.get(key)
+    if last is not None and now - last < every:
+        note.operation = None  # the request reached no new operation: no record (irc_proxy.http.audit)
+        return
+    _SEEN.put(key, now)

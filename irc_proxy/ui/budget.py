@@ -1,0 +1,79 @@
+"""A console page's time budget (``server.ui_page_budget_seconds``): what is slow to build runs in a worker
+thread and stops at a deadline.
+
+A thread cannot be cancelled, so the work checks a :class:`Deadline` itself (between schema fields, schemas,
+diff hunks) and raises :class:`PageTooCostly` past it; every list a page shows is a window of bounded size
+(``ui.windows``), so the template is bounded too. At most ``RENDERERS`` pages build at once in each process,
+beside the pool's other work: a flood of heavy pages waits for a slot (within the budget, then 503) instead
+of taking every worker thread from the REST API. Pure Python releases the interpreter lock every few
+milliseconds, so the event loop keeps answering (``/healthz``) while a page builds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+from weakref import WeakKeyDictionary
+
+import anyio
+from starlette.requests import Request
+
+from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.threads import ThreadRunner
+
+R = TypeVar("R")
+RENDERERS = 2
+"""Console pages built at once per process (the machines have few cores; the REST API keeps the rest)."""
+_RUNNERS: WeakKeyDictionary[ThreadRunner, ThreadRunner] = WeakKeyDictionary()
+_DEADLINE = "irc_proxy.ui.deadline"
+
+
+class PageTooCostly(ServiceUnavailable):
+    """A console page took longer than its budget to build: answered 503 with an error page."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a page's work must stop (``time.monotonic``)."""
+
+    at: float
+    seconds: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds)
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+    def check(self) -> None:
+        """Raise PageTooCostly once the deadline has passed."""
+        if time.monotonic() > self.at:
+            raise PageTooCostly(
+                f"This page takes longer than {self.seconds:g} s to build (server.ui_page_budget_seconds): "
+                "open a smaller part of it (the lists' 'more' links) or use the REST API"
+            )
+
+
+def deadline(request: Request) -> Deadline:
+    """The request's deadline, started the first time it is asked for."""
+    found: Deadline | None = request.scope.get(_DEADLINE)
+    if found is None:
+        found = request.scope[_DEADLINE] = Deadline.after(request.state.settings.server.ui_page_budget_seconds)
+    return found
+
+
+async def run(request: Request, fn: Callable[[Deadline], R]) -> R:
+    """``fn(deadline)`` in one of the console's worker slots; PageTooCostly when no slot frees up in time or
+    ``fn`` overruns (``fn`` checks the deadline; the wait for a slot is cancelled at it)."""
+    due = deadline(request)
+    threads: ThreadRunner = request.state.threads
+    runner = _RUNNERS.get(threads)
+    if runner is None:
+        runner = _RUNNERS[threads] = threads.limited(RENDERERS)
+    with anyio.move_on_after(due.left()):
+        return await runner.run(fn, due)
+    due.check()
+    raise PageTooCostly(f"The console is busy: no page could be built within {due.seconds:g} s; try again")
