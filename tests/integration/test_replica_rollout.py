@@ -82,9 +82,9 @@ def test_eight_replicas_started_together_on_a_fresh_database_all_start(tmp_path:
                 namespace = f"rollout{round_}"
                 created = httpx.post(f"{live[0].url}/v1/local/namespaces", json={"namespace": [namespace]}, timeout=30)
                 assert created.status_code == 200, created.text
-                for proxy in live:
-                    assert httpx.head(f"{proxy.url}/v1/local/namespaces/{namespace}", timeout=30).status_code == 204
+                for replica in live:
+                    assert httpx.head(f"{replica.url}/v1/local/namespaces/{namespace}", timeout=30).status_code == 204
             finally:
-                for proxy in started:
-                    if isinstance(proxy, ProxyProcess):
-                        proxy.stop()
+                for outcome in started:
+                    if isinstance(outcome, ProxyProcess):
+                        outcome.stop()
