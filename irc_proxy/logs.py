@@ -21,17 +21,18 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from irc_proxy.masking import mask_text
-from irc_proxy.text import json_safe, printable
+from irc_proxy.text import field, json_safe, printable
 
 REQUEST_ID: ContextVar[str] = ContextVar("irc_proxy_request_id", default="-")
-TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id)s] %(name)s %(message)s"
+TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id_text)s] %(name)s %(message)s"
 
 
 class RequestIdFilter(logging.Filter):
     """Stamp every record with the current request id (``-`` outside requests)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = REQUEST_ID.get()
+        record.request_id = request_id = REQUEST_ID.get()
+        record.request_id_text = field(request_id)  # a client may send it: one plain or quoted column
         return True
 
 

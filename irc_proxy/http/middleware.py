@@ -24,6 +24,7 @@ from irc_proxy.http.errors import response_for
 from irc_proxy.http.metrics import observe
 from irc_proxy.http.parsing import CONTEXT
 from irc_proxy.logs import REQUEST_ID
+from irc_proxy.text import field
 
 access_log = logging.getLogger("irc_proxy.access")
 _HTTP1 = frozenset({"1.0", "1.1"})
@@ -129,8 +130,8 @@ class Edge:
                 path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
                 client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
                 extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
-                access_log.info(
-                    "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, request_id, extra
+                access_log.info(  # the id may be the client's (X-Request-Id): one column, quoted unless plain
+                    "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, field(request_id), extra
                 )
 
 
