@@ -191,7 +191,7 @@ def test_drop_frees_the_name_at_once_and_a_purge_waits_for_the_retention(client:
 def test_unregister_returns_metadata_and_keeps_files(client: httpx.Client, ns_name: str) -> None:
     create_namespace(client, ns_name)
     created = create_table(client, (ns_name,), "t")
-    response = client.post(table_url((ns_name,), "t") + "/unregister")
+    response = client.post(table_url((ns_name,), "t") + "/unregister", headers={"Content-Type": "application/json"})
     assert response.status_code == 200
     assert response.json()["metadata-location"] == created["metadata-location"]
     assert Path(urlparse(created["metadata-location"]).path).is_file()

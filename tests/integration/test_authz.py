@@ -185,7 +185,7 @@ def test_admin_api_validates_input(root: httpx.Client) -> None:
 
 def test_rotated_credentials_replace_the_old_secret(proxy: ProxyProcess, root: httpx.Client) -> None:
     client_id, old = make_principal(root, "rotating")
-    rotated = root.post(f"{MGMT}/principals/rotating/rotate-credentials")
+    rotated = root.post(f"{MGMT}/principals/rotating/rotate-credentials", headers={"Content-Type": "application/json"})
     assert rotated.status_code == 200
     new = rotated.json()["credentials"]["client-secret"]
     data = {"grant_type": "client_credentials", "client_id": client_id}

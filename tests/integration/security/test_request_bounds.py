@@ -54,7 +54,9 @@ def test_nesting_three_thousand_deep_inside_updates_is_a_400(client: httpx.Clien
 def test_deep_nesting_in_a_create_table_body_is_a_400(client: httpx.Client, table: str) -> None:
     namespace_url = table.rsplit("/tables/", 1)[0]
     body = '{"name": "deep", "schema": ' + "[" * 500 + "]" * 500 + "}"
-    response = client.post(f"{namespace_url}/tables", content=body.encode())
+    response = client.post(
+        f"{namespace_url}/tables", content=body.encode(), headers={"Content-Type": "application/json"}
+    )
     assert_error(response, 400, "BadRequestException", "nested more than 100 levels")
 
 

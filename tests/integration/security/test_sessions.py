@@ -140,7 +140,7 @@ def test_rotating_a_principals_secret_ends_its_sessions_on_every_replica(
         assert load_table(url, token).status_code == 200
         assert load_table(url, chained).status_code == 200
 
-    rotated = admin.post(f"{MGMT}/principals/{name}/rotate-credentials")
+    rotated = admin.post(f"{MGMT}/principals/{name}/rotate-credentials", headers={"Content-Type": "application/json"})
     assert rotated.status_code == 200, rotated.text
     for old in (token, chained):
         assert_401(load_table(first.url, old))  # the replica that rotated: at once
