@@ -18,7 +18,7 @@ from typing import Any
 from irc_proxy.audit import Auditor
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.trash import Restore, TrashFilter
+from irc_proxy.handling.trash import Restore, TrashFilter, original
 from irc_proxy.settings import Settings
 from irc_proxy.text import printable
 from irc_proxy.threads import ThreadRunner
@@ -78,9 +78,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
                     target = TableIdent(tuple(levels), name)
                 entry, started = await trash.entry(catalog, args.id), time.monotonic()
                 restored = await trash.restore(catalog, entry, Restore(target, args.create_namespace))
-                trash.audit(
-                    "trash.restore", entry, cli_principal(), f"command line: restored as {restored.ident}", started
-                )
+                what = f"command line: restored {entry.kind} {original(entry)} as {restored.ident}"
+                trash.audit_restore("trash.restore", entry, restored.ident, cli_principal(), what, started)
                 identifier = {"namespace": list(restored.ident.namespace), "name": restored.ident.name}
                 return {
                     "identifier": identifier,

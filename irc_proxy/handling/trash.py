@@ -124,6 +124,20 @@ class Trash:
             )
         )
 
+    def audit_restore(
+        self,
+        operation: str,
+        entry: TrashEntry,
+        target: TableIdent,
+        principal: str,
+        reason: str,
+        started: float,
+        request_id: str | None = None,
+    ) -> None:
+        """A restore, under the original identifier and (when it went elsewhere) the destination."""
+        for subject in dict.fromkeys([original(entry), target]):
+            self.audit(operation, entry, principal, reason, started, subject, request_id)
+
     def keeps(self, catalog: Catalog) -> bool:
         """Whether drops in ``catalog`` go to the trash (a retention above zero, and tables held by the proxy)."""
         return self.retention(catalog) > timedelta(0) and catalog.supports(Capability.TABLE_COMMITS)

@@ -77,11 +77,10 @@ def _audit_restore(access: Access, trash: Trash, entry: TrashEntry, target: Tabl
     note.reason = "; ".join([*filter(None, checks), what])
     if how == "restored":
         note.object = str(source)
-    if target != source or how != "restored":
+    if target != source or how != "restored":  # the request's own record names one of them
         other = target if how == "restored" else source
-        operation = note.operation or "trash.restore"
-        request_id = access.context.request_id
-        trash.audit(operation, entry, access.context.principal, note.reason, time.monotonic(), other, request_id)
+        operation, context = note.operation or "trash.restore", access.context
+        trash.audit(operation, entry, context.principal, note.reason, time.monotonic(), other, context.request_id)
 
 
 async def restore_entry(access: Access, trash: Trash, catalog: Catalog, entry_id: str, restore: Restore) -> Restored:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -337,3 +338,32 @@ def test_register_view_of_a_file_whose_current_version_names_no_version_is_400(
         )
         assert_error(answer, 400, "BadRequestException", complaint)
         assert root.get(f"{views(team)}/forged{i}").status_code == 404
+
+
+# 5. Entries kept before their storage was held get it at the next start -----------------------------------------
+def test_an_entry_kept_by_an_older_proxy_gets_its_storage_held_at_start(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    server = ProxyProcess(tmp_path, f'[catalogs.local]\nkind = "local"\nwarehouse = "{warehouse.as_uri()}"\n').start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            team = fresh(http, "team")
+            where = created(http, team, "old")["metadata"]["location"]
+            drop(http, team, "old")
+            entry = trash_entry(http, team, "old")
+        server.stop()
+        with sqlite3.connect(tmp_path / "data" / "state.db") as db:  # as an older irc-proxy left it
+            assert db.execute("DELETE FROM storage_location WHERE kind = 'trash'").rowcount >= 1
+        server.start()
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+
+            def staged() -> httpx.Response:  # checks the location like a create, creates nothing
+                return create(http, team, "squat", location=where, **{"stage-create": True})
+
+            deadline = time.monotonic() + 15
+            while staged().status_code == 200 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert_error(staged(), 400, "BadRequestException", "overlaps")
+            assert restore(http, entry["id"]).status_code == 200
+    finally:
+        server.stop()
