@@ -3,9 +3,10 @@
 difflib's ``SequenceMatcher`` is quadratic and worse in the worst case (two 2,000-line texts took 8 to 97 s of
 a worker thread). This is a patience diff: lines that occur exactly once in both texts are anchors, their
 longest increasing run is matched (``O(n log n)``), and the gaps between anchors are diffed the same way; a
-gap without anchors goes to ``SequenceMatcher`` only when it is small (``SMALL_GAP`` line pairs), else it is
-shown as removed then added. Texts over ``MAX_DIFF_LINES`` lines together are not compared at all, and the
-caller's ``check`` (a deadline) runs between gaps.
+gap without anchors goes to ``SequenceMatcher`` when it is small (``SMALL_GAP`` line pairs), else in aligned
+slices of at most ``CHUNK`` lines a side (linear; a valid diff, not always the shortest). Texts over
+``MAX_DIFF_LINES`` lines together are not compared at all, and the caller's ``check`` (a deadline) runs
+between gaps and slices.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from collections.abc import Callable, Sequence
 MAX_DIFF_LINES = 4000
 """Most lines of both texts together (over all dialects of a pair of versions) compared line by line."""
 SMALL_GAP = 10_000
-"""Largest gap (lines of one side times lines of the other) left to difflib when it has no anchor."""
+"""Largest gap (lines of one side times lines of the other) left to difflib whole when it has no anchor."""
+CHUNK = 100
+"""Lines a side of one slice of a larger gap without anchors."""
 Line = tuple[str, str]
 """``(kind, text)``: kind is ``same``, ``added`` or ``removed``."""
 
@@ -59,6 +62,18 @@ def _small(a: Sequence[str], b: Sequence[str]) -> list[Line]:
     return out
 
 
+def _sliced(a: Sequence[str], b: Sequence[str], check: Callable[[], None]) -> list[Line]:
+    """A large gap without anchors: slice ``k`` of ``a`` against slice ``k`` of ``b`` (the same number of
+    slices on both sides, each at most ``CHUNK`` lines)."""
+    slices = -(-max(len(a), len(b)) // CHUNK)
+    out: list[Line] = []
+    for k in range(slices):
+        check()
+        part_a = a[k * len(a) // slices : (k + 1) * len(a) // slices]
+        out += _small(part_a, b[k * len(b) // slices : (k + 1) * len(b) // slices])
+    return out
+
+
 def diff_lines(a: Sequence[str], b: Sequence[str], check: Callable[[], None] = lambda: None) -> list[Line]:
     """``a`` against ``b``, line by line (see the module docstring)."""
     out: list[Line] = []
@@ -84,10 +99,8 @@ def diff_lines(a: Sequence[str], b: Sequence[str], check: Callable[[], None] = l
             continue
         anchors = _anchors(a[alo:ahi], b[blo:bhi])
         if not anchors:
-            if (ahi - alo) * (bhi - blo) <= SMALL_GAP:
-                out += _small(a[alo:ahi], b[blo:bhi])
-            else:
-                out += [("removed", text) for text in a[alo:ahi]] + [("added", text) for text in b[blo:bhi]]
+            small = (ahi - alo) * (bhi - blo) <= SMALL_GAP
+            out += _small(a[alo:ahi], b[blo:bhi]) if small else _sliced(a[alo:ahi], b[blo:bhi], check)
             continue
         # gaps between anchors, pushed last first so the first is done first
         ends = [(alo + i, blo + j) for i, j in anchors] + [(ahi, bhi)]
