@@ -13,9 +13,9 @@ the browser's own cookies. So, before authentication and before any work:
   a write whose fetch metadata says ``cross-site``/``same-site`` is refused, and a POST (or any write with
   a body) must be ``application/json``, which a page can only send after a preflight. The token endpoint
   takes the form its spec defines; the Origin rule still keeps pages from posting guesses to it.
-- The console (``/ui``): a write must come from the console's own origin (``Origin`` equal to the request's
-  host, ``Sec-Fetch-Site`` ``same-origin`` or ``none``); its forms also carry a session-bound CSRF token
-  (``irc_proxy.ui.session``).
+- The console (``/ui``): a write must come from the console's own origin (``Sec-Fetch-Site`` ``same-origin``
+  or ``none``; from a browser that sends no fetch metadata, ``Origin`` equal to the request's host); its
+  forms also carry a session-bound CSRF token (``irc_proxy.ui.session``).
 
 Refusals are the spec's error model: 403 ForbiddenException (host, origin), 400 BadRequestException (type).
 """
@@ -39,6 +39,7 @@ FORM_PATHS = frozenset({"/v1/oauth/tokens"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 UI_PREFIX = "/ui"
 _FOREIGN_SITES = frozenset({b"cross-site", b"same-site"})
+_OWN_SITE = frozenset({b"same-origin", b"none"})
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
@@ -123,9 +124,12 @@ class CrossSiteGuard:
             return Forbidden("This server does not answer to that Host name (server.allowed_hosts)")
         path, method = scope["path"], scope["method"]
         if path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/"):
-            foreign = sent.site in _FOREIGN_SITES or (
-                bool(sent.origin) and not _same_origin(sent.origin, sent.host, scope["scheme"])
-            )
+            # Fetch metadata first: with the console's ``Referrer-Policy: no-referrer`` Chromium sends
+            # ``Origin: null`` on its own forms. Browsers without it are judged by Origin (null refused).
+            if sent.site:
+                foreign = sent.site not in _OWN_SITE
+            else:
+                foreign = bool(sent.origin) and not _same_origin(sent.origin, sent.host, scope["scheme"])
             if method not in SAFE_METHODS and foreign:
                 return Forbidden("The console takes forms only from its own pages (cross-site request refused)")
             return None
