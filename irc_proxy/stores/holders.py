@@ -111,7 +111,17 @@ class PostgresHolderLocks(ProcessHolderLocks):
 
     def __init__(self, url: str) -> None:
         super().__init__()
-        connect_args = {"connect_timeout": 5, "options": _KEEPALIVES}
+        # Keepalives both ways: the server drops a dead host's session (and its locks); this side stops
+        # waiting on a server that vanished instead of hanging on the operating system's TCP timeout.
+        connect_args: dict[str, object] = {
+            "connect_timeout": 5,
+            "options": _KEEPALIVES,
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 3,
+            "tcp_user_timeout": 10_000,
+        }
         self._engine = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT", connect_args=connect_args)
         self._conn: Connection | None = None
 
