@@ -134,10 +134,11 @@ class ScanPlanning:
             self._settle_later(plan_id, work)
             metrics.SCAN_PLANS.labels(status="submitted").inc()
             return {"status": "submitted", "plan-id": plan_id}
-        inline, remaining = await self._threads.run(self._start, work.result(), request, deadline, budget)
+        prepared = work.result()
+        inline, remaining = await self._threads.run(self._start, prepared, request, deadline, budget)
         tasks = _pending(plan_id, remaining)
         # A plan with nothing left to fetch is kept without its request (a poll needs only its status).
-        kept = request.to_json() if tasks else {}
+        kept = prepared.planner.stored_request() if tasks else {}
         await self.store.create(plan_id, owner, table.location, kept, remaining if tasks else [])
         metrics.SCAN_PLANS.labels(status="completed").inc()
         answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **inline.body()}
@@ -253,7 +254,8 @@ class ScanPlanning:
                 await self.store.fail(plan_id, _error(ServiceUnavailable("Planning failed; plan again")))
                 return
             # all chunks: the inline ones were never sent
-            await self.store.complete(plan_id, [[start, end, 0] for start, end in prepared.chunks])
+            chunks = [[start, end, 0] for start, end in prepared.chunks]
+            await self.store.complete(plan_id, chunks, prepared.planner.stored_request())
 
         task = asyncio.get_running_loop().create_task(settle())
         self._background.add(task)

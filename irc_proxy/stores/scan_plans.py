@@ -115,11 +115,11 @@ class ScanPlanStore:
         """The plan, or None when there is none (or it expired)."""
         return await self._threads.run(self._get, plan_id)
 
-    async def complete(self, plan_id: str, chunks: list[list[int]]) -> bool:
-        """Settle a submitted plan as completed; False when it is no longer submitted (cancelled, gone)."""
-        if not any(chunks):
-            return await self._settle(plan_id, "completed", chunks="[]", request="{}")
-        return await self._settle(plan_id, "completed", chunks=json.dumps(chunks))
+    async def complete(self, plan_id: str, chunks: list[list[int]], request: dict[str, Any]) -> bool:
+        """Settle a submitted plan as completed with its ``chunks`` and the ``request`` to plan them with; False when
+        it is no longer submitted (cancelled, gone)."""
+        request_text, chunks_text = _encoded(request, chunks)
+        return await self._settle(plan_id, "completed", chunks=chunks_text, request=request_text)
 
     async def fail(self, plan_id: str, error: dict[str, Any]) -> bool:
         """Settle a submitted plan as failed with the spec's ``error`` object."""
