@@ -9,6 +9,7 @@ memory of the last ``REMEMBERED`` reads: forgetting one only means one more reco
 
 from __future__ import annotations
 
+import hashlib
 import time
 from urllib.parse import unquote_plus
 
@@ -19,7 +20,8 @@ from irc_proxy.http.audit import object_path
 from irc_proxy.ui.lru import Lru
 
 REMEMBERED = 10_000
-_SEEN: Lru[tuple[str, str, str | None, str | None, int], float] = Lru(REMEMBERED)
+_SEEN: Lru[bytes, float] = Lru(REMEMBERED)
+"""When each read was last recorded, by a digest of its key (16 bytes however long the names)."""
 
 
 def sample(request: Request, status: int) -> None:
@@ -32,7 +34,8 @@ def sample(request: Request, status: int) -> None:
     prefix = note.params.get("prefix")
     catalog = unquote_plus(prefix) if prefix is not None else None
     separator = request.state.settings.server.namespace_separator
-    key = (context.principal, note.operation, catalog, note.object or object_path(note.params, separator), status)
+    named = (context.principal, note.operation, catalog, note.object or object_path(note.params, separator), status)
+    key = hashlib.blake2b(repr(named).encode(), digest_size=16).digest()
     now = time.monotonic()
     last = _SEEN.get(key)
     if last is not None and now - last < every:

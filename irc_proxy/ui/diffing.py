@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 
 MAX_DIFF_LINES = 4000
 """Most lines of both texts together (over all dialects of a pair of versions) compared line by line."""
+MAX_DIFF_CHARS = 1_000_000
+"""Most characters of both texts together (over all dialects) compared: a diff shows every line it compares."""
 SMALL_GAP = 10_000
 """Largest gap (lines of one side times lines of the other) left to difflib whole when it has no anchor."""
 CHUNK = 100

@@ -79,7 +79,8 @@ async def load_view(request: Request, catalog: Catalog, ident: TableIdent) -> tu
         return view.metadata_location, view.metadata, True
     if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
         raise NotFound(f"The remote catalog answered no metadata for view {ident}")
-    return str(body.get("metadata-location") or ""), ViewMetadata.model_validate(body["metadata"]), False
+    metadata = await request.state.threads.run(ViewMetadata.model_validate, body["metadata"])
+    return str(body.get("metadata-location") or ""), metadata, False
 
 
 LISTINGS = {

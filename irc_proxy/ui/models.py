@@ -195,7 +195,8 @@ def version_diff(
 ) -> dict[str, list[DiffLine]]:
     """Per dialect, the SQL of version ``old_id`` against ``new_id``, line by line. Raises KeyError.
 
-    Bounded: at most ``MAX_DIALECTS`` dialects and ``MAX_DIFF_LINES`` lines over all of them are compared
+    Bounded: at most ``MAX_DIALECTS`` dialects, ``MAX_DIFF_LINES`` lines and ``diffing.MAX_DIFF_CHARS``
+    characters over all of them are compared
     (``diffing``, near-linear); ``check`` runs between steps (a deadline). Cached (``_DIFFS``).
     """
     versions = {v.version_id: v for v in metadata.versions}
@@ -206,14 +207,18 @@ def version_diff(
     if cached is not None:
         return cached
     diffs: dict[str, list[DiffLine]] = {}
-    budget = MAX_DIFF_LINES
+    lines_left, chars_left = MAX_DIFF_LINES, diffing.MAX_DIFF_CHARS
     dialects = sorted(old.keys() | new.keys())
     for dialect in dialects[:MAX_DIALECTS]:
+        chars = len(old.get(dialect, "")) + len(new.get(dialect, ""))
+        if chars > chars_left:
+            diffs[dialect] = [DiffLine("same", f"(too long to compare here: {chars:,} characters)")]
+            continue
         a, b = old.get(dialect, "").splitlines(), new.get(dialect, "").splitlines()
-        if len(a) + len(b) > budget:
+        if len(a) + len(b) > lines_left:
             diffs[dialect] = [DiffLine("same", f"(too long to compare here: {len(a)} and {len(b)} lines)")]
             continue
-        budget -= len(a) + len(b)
+        lines_left, chars_left = lines_left - len(a) - len(b), chars_left - chars
         diffs[dialect] = [DiffLine(kind, text) for kind, text in diffing.diff_lines(a, b, check)]
     if len(dialects) > MAX_DIALECTS:
         diffs["…"] = [DiffLine("same", f"({len(dialects) - MAX_DIALECTS} more dialects not compared)")]

@@ -251,12 +251,13 @@ async def namespace_page(request: Request) -> Response:
         who = parsing.context(request).principal
         raise Forbidden(f"Principal {who} may not see {'.'.join(namespace) or 'catalog ' + catalog.name}")
     query = drawing.lists_of(request.query_params, ("properties",))
-    shown = None if properties is None else windows.of_mapping(properties, query, "properties")
-    values = {"properties": shown, "children": children, "tables": tables, "views": views}
+    values = {"children": children, "tables": tables, "views": views, "catalog": catalog.name, "namespace": namespace}
     if properties is None or len(properties) <= windows.SIZE:
-        return render(request, "namespace.html", catalog=catalog.name, namespace=namespace, **values)
+        shown = None if properties is None else windows.of_mapping(properties, query, "properties")
+        return render(request, "namespace.html", properties=shown, **values)
+    many = properties  # a window of a long map is cut in a worker thread
     return await render_bounded(
-        request, "namespace.html", lambda due: {}, catalog=catalog.name, namespace=namespace, **values
+        request, "namespace.html", lambda due: {"properties": windows.of_mapping(many, query, "properties")}, **values
     )
 
 

@@ -257,3 +257,38 @@ def test_a_page_over_its_budget_is_a_503_page_and_the_server_stays_up(tmp_path: 
         assert httpx.get(f"{server.url}/healthz").status_code == 200
     finally:
         server.stop()
+
+
+def test_a_namespace_with_thousands_of_properties_is_shown_a_hundred_at_a_time(heavy: Heavy) -> None:
+    with bearer_client(heavy.server.url, "root", SECRET) as root:
+        body = {"namespace": ["wideprops"], "properties": {f"p{i:05d}": "v" for i in range(5000)}}
+        assert root.post("/v1/local/namespaces", json=body).status_code == 200
+    with heavy.browser() as browser:
+        page = browser.get("/ui/catalogs/local/namespaces/wideprops")
+        assert page.status_code == 200, page.text[:300]
+        assert f"Properties 1{DASH}100 of 5,000." in page.text and ">p00099</th>" in page.text
+        assert ">p00100</th>" not in page.text
+        later = browser.get("/ui/catalogs/local/namespaces/wideprops", params={"properties": "4900"})
+        assert ">p04999</th>" in later.text and "More properties" not in later.text
+
+
+def test_megabytes_of_sql_on_one_line_are_cut_and_not_compared(heavy: Heavy) -> None:
+    long_line = "select " + ", ".join(f"c{i}" for i in range(400_000))  # ~3 MB, one line
+    with bearer_client(heavy.server.url, "root", SECRET) as root:
+        view_schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "type": "long"}]}
+        view = {"name": "oneline", "schema": view_schema, "view-version": _version(1, long_line), "properties": {}}
+        created = root.post("/v1/local/namespaces/big/views", json=view)
+        assert created.status_code == 200, created.text[:300]
+        change = {
+            "requirements": [],
+            "updates": [
+                {"action": "add-view-version", "view-version": _version(2, long_line + " from t")},
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ],
+        }
+        assert root.post("/v1/local/namespaces/big/views/oneline", json=change).status_code == 200
+    with heavy.browser() as browser:
+        page = browser.get("/ui/catalogs/local/namespaces/big/views/oneline")
+    assert page.status_code == 200, page.text[:300]
+    assert len(page.content) < 500_000 and "more characters not shown" in page.text
+    assert "too long to compare here" in page.text
