@@ -33,7 +33,7 @@ from tests.support.server import ProxyProcess
 
 SECRET = "root-secret-for-console-cost"
 PROPERTIES = 1_000_000
-COLUMNS = 40_000
+COLUMNS = 190_000
 SQL_LINES = 2_000
 HEALTHY_SECONDS = 0.5
 TABLES = "/ui/catalogs/local/namespaces/big/tables"
@@ -159,7 +159,7 @@ def test_heavy_pages_opened_together_leave_healthz_fast_and_answer_within_the_bu
         f"{TABLES}/props",
         f"{TABLES}/props?properties=500000",
         f"{TABLES}/wide",
-        f"{TABLES}/wide?columns=39950",
+        f"{TABLES}/wide?columns={COLUMNS - 50}",
         "/ui/catalogs/local/namespaces/big/views/v",
         f"{TABLES}/props",
         "/ui/catalogs/local/namespaces/big/views/v?from=2&to=1",
