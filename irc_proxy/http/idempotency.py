@@ -5,7 +5,8 @@ and 4xx that depend on the moment rather than the request (401, 403, 408, 419, 4
 scoped to the authenticated principal and bound to the request it first came with (method, path,
 query and body): reusing it for another request is a 400. A duplicate that arrives while the
 first is still running waits for it and gets the same answer, on any replica (the outcomes live
-in the state database); if the process running the first dies, the duplicate runs it instead. This middleware must run inside ``Authentication`` (it needs the principal).
+in the state database); if the process running the first dies, the duplicate runs it instead.
+This middleware must run inside ``Authentication`` (it needs the principal).
 """
 
 from __future__ import annotations
