@@ -48,7 +48,7 @@ from irc_proxy.numbers import is_number
 from irc_proxy.planning.budget import Budget
 from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache, ManifestSource
-from irc_proxy.planning.planner import Chunk, ScanPlanner, ScanRequest, ScanTasks
+from irc_proxy.planning.planner import Chunk, ScanPlanner, ScanRequest, ScanTasks, repeated_residual_bytes
 from irc_proxy.stores.scan_plans import PlanOwner, ScanPlanStore, StoredPlan
 from irc_proxy.threads import ThreadRunner
 
@@ -203,13 +203,17 @@ class ScanPlanning:
     def _budget(self) -> Budget:
         return Budget(self.limits.cpu_seconds, self.limits.wall_seconds)
 
+    def _planner(self, table: _Table, request: ScanRequest, budget: Budget) -> ScanPlanner:
+        residual_bytes = repeated_residual_bytes(self.limits.response_bytes)
+        return ScanPlanner(table.metadata, request, table.source, budget, residual_bytes)
+
     def _answer(self, max_tasks: int) -> ScanTasks:
         return ScanTasks(max_tasks=max_tasks, max_bytes=self.limits.response_bytes)
 
     def _prepare(self, table: _Table, request: ScanRequest, budget: Budget) -> _Prepared:
         """Read the manifest list and chunk the data manifests that may match."""
         with budget.running():
-            planner = ScanPlanner(table.metadata, request, table.source, budget)
+            planner = self._planner(table, request, budget)
             return _Prepared(planner, planner.chunks(self.limits.files_per_task))
 
     def _start(
@@ -239,7 +243,7 @@ class ScanPlanning:
         budget = self._budget()
         with budget.running():
             tasks = self._answer(self.limits.files_per_task)
-            resume = ScanPlanner(table.metadata, request, table.source, budget).plan_chunk(chunk, tasks, skip)
+            resume = self._planner(table, request, budget).plan_chunk(chunk, tasks, skip)
             return tasks, resume
 
     def _settle_later(self, plan_id: str, work: asyncio.Future[_Prepared]) -> None:

@@ -169,13 +169,19 @@ class Residual:
 
 NO_RESIDUAL = Residual(None, 0, True)
 WHOLE_FILTER = Residual(None)
-REPEATED_RESIDUAL_BYTES = 2048
-"""A residual equal to the whole filter is repeated in each task up to this size, and omitted above it.
+MIN_REPEATED_RESIDUAL_BYTES = 2048
 
-The spec says a client without a residual applies the original filter, so omitting it is always correct;
-but pyiceberg 0.12's ``count()`` takes a missing residual for ``true`` (it adds the file's record count).
-Small filters therefore keep their residual (at most about seven times a bare task's size); a large one is not
-repeated in every task (a 1 MB filter times 2,000 files was 2 GB of answer)."""
+
+def repeated_residual_bytes(max_response_bytes: int) -> int:
+    """Up to what size a residual equal to the whole filter is repeated in each task (omitted above it).
+
+    The spec says a client without a residual applies the original filter, so omitting it is always correct;
+    but pyiceberg 0.12's ``count()`` takes a missing residual for ``true`` (it adds the file's record count).
+    Ordinary filters therefore keep their residual, as long as an answer still holds about a thousand tasks
+    with it: 16 KiB under the default 16 MiB answer bound (a 1,000-value ``in`` of short strings, the largest
+    list ``max_filter_in_values`` admits), never less than 2 KiB. A larger filter is not repeated in every task
+    (a 1 MB filter times 2,000 files was a 2 GB answer)."""
+    return max(MIN_REPEATED_RESIDUAL_BYTES, max_response_bytes // 1024)
 
 
 @dataclass
@@ -315,9 +321,15 @@ class ScanPlanner:
     and PlanTooCostly once ``budget`` is spent (checked per manifest, partition and manifest entry)."""
 
     def __init__(
-        self, metadata: TableMetadata, request: ScanRequest, source: ManifestSource, budget: Budget | None = None
+        self,
+        metadata: TableMetadata,
+        request: ScanRequest,
+        source: ManifestSource,
+        budget: Budget | None = None,
+        repeated_residual_bytes: int = MIN_REPEATED_RESIDUAL_BYTES,
     ) -> None:
         self._metadata, self._request, self._source = metadata, request, source
+        self._repeated_residual_bytes = repeated_residual_bytes
         self._budget = budget or Budget(float("inf"), float("inf"))
         self.snapshot = self._snapshot()
         self.appended = self._appended()
@@ -545,7 +557,7 @@ class ScanPlanner:
 
     def _residual(self, spec_id: int, partition: Record) -> Residual:
         """The residual of the files of one partition, computed once; ``true`` and a large whole filter are not sent
-        (see ``REPEATED_RESIDUAL_BYTES``)."""
+        (see ``repeated_residual_bytes``)."""
         if self._always:
             return NO_RESIDUAL
         key = (spec_id, partition)
@@ -585,6 +597,6 @@ class ScanPlanner:
         if self._whole is None:
             value = residual_json(self.row_filter, self.schema)
             text = json.dumps(value, separators=(",", ":"))
-            residual = Residual(value, len(text)) if len(text) <= REPEATED_RESIDUAL_BYTES else WHOLE_FILTER
+            residual = Residual(value, len(text)) if len(text) <= self._repeated_residual_bytes else WHOLE_FILTER
             self._whole = (text, residual)
         return self._whole
