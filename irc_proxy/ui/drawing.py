@@ -9,10 +9,14 @@ neither reach the links nor vary the cache of drawn table pages (``_DRAWN``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.refs import SnapshotRef
+from pyiceberg.table.snapshots import MetadataLogEntry
+from pyiceberg.table.sorting import SortOrder
 from pyiceberg.view.metadata import ViewMetadata
 
 from irc_proxy.ui import charts, models, windows
@@ -45,6 +49,77 @@ class TableFacts:
     default_sort_order_id: int
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A partition spec or sort order as shown: its id and at most ``FIELDS_PER_ENTRY`` fields as text (the
+    drawn-page cache keeps these, never the metadata's own objects)."""
+
+    entry_id: int
+    fields: list[str]
+    left_out: int
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    snapshot_id: int
+    timestamp_ms: int
+    operation: str
+    added_records: str
+    added_files: str
+    total_records: str
+
+
+def _entry(entry_id: int, fields: list[str], total: int) -> Entry:
+    """``fields``: the first ``FIELDS_PER_ENTRY`` of ``total``."""
+    return Entry(entry_id, [windows.cut(text, 200) for text in fields], total - len(fields))
+
+
+def _snapshot_row(snapshot: Any) -> SnapshotRow:
+    summary = snapshot.summary
+    extra = summary.additional_properties if summary is not None else {}
+    operation = summary.operation.value if summary is not None else ""
+    numbers = (windows.cut(extra.get(key, ""), 40) for key in ("added-records", "added-data-files", "total-records"))
+    return SnapshotRow(snapshot.snapshot_id, snapshot.timestamp_ms, operation, *numbers)
+
+
+def _spec(spec: PartitionSpec) -> Entry:
+    shown = spec.fields[:FIELDS_PER_ENTRY]
+    return _entry(spec.spec_id, [f"{f.name} = {f.transform}({f.source_id})" for f in shown], len(spec.fields))
+
+
+def _order(order: SortOrder) -> Entry:
+    shown = order.fields[:FIELDS_PER_ENTRY]
+    fields = [f"{f.transform}({f.source_id}) {f.direction.value} {f.null_order.value}" for f in shown]
+    return _entry(order.order_id, fields, len(order.fields))
+
+
+def _pair(item: tuple[str, str]) -> tuple[str, str]:
+    return windows.cut(item[0]), windows.cut(item[1])
+
+
+def _ref(item: tuple[str, SnapshotRef]) -> tuple[str, str, int]:
+    return windows.cut(item[0]), item[1].snapshot_ref_type.value, item[1].snapshot_id
+
+
+def _logged(entry: MetadataLogEntry) -> tuple[int, str]:
+    return entry.timestamp_ms, windows.cut(entry.metadata_file)
+
+
+def _field(row: models.FieldRow) -> models.FieldRow:
+    return replace(row, path=windows.cut(row.path, 500), type=windows.cut(row.type, 200), doc=windows.cut(row.doc))
+
+
+def _change(change: models.SchemaChange) -> models.SchemaChange:
+    def names(listed: list[str]) -> list[str]:
+        return [windows.cut(name, 500) for name in listed]
+
+    return replace(change, added=names(change.added), removed=names(change.removed), changed=names(change.changed))
+
+
+def _shown(window: windows.Window[Any], show: Callable[[Any], Any]) -> windows.Window[Any]:
+    return replace(window, items=[show(item) for item in window.items])
+
+
 def table_key(catalog: str, ident: str, location: str, query: Mapping[str, str]) -> tuple[str, ...]:
     """The drawn-page cache key: catalog, table, metadata location and the windows asked for."""
     return (catalog, ident, location, *(f"{k}={v}" for k, v in sorted(query.items())))
@@ -73,6 +148,7 @@ def table_values(
     check()
     ordered = sorted(metadata.schemas, key=lambda s: s.schema_id)
     history = windows.of_list(range(len(ordered) - 1, -1, -1), query, "schemas", HISTORY_SIZE)
+    schema = metadata.schema()
     facts = TableFacts(
         int(metadata.format_version),
         str(metadata.table_uuid),
@@ -85,18 +161,17 @@ def table_values(
     )
     values = {
         "metadata": facts,
-        "schema_rows": windows.counted(models.iter_field_rows(metadata.schema(), check), query, "columns"),
+        "schema_rows": _shown(windows.counted(models.iter_field_rows(schema, check), query, "columns"), _field),
         "history": history,
-        "changes": models.schema_changes(ordered, history.items, check),
+        "changes": [_change(change) for change in models.schema_changes(ordered, history.items, check)],
         "timeline": charts.snapshot_timeline(snapshots),
         "sizes": charts.size_over_time(snapshots),
-        "specs": windows.of_list(metadata.partition_specs, query, "specs"),
-        "orders": windows.of_list(metadata.sort_orders, query, "orders"),
-        "refs": windows.of_mapping(metadata.refs, query, "refs"),
-        "snapshots": windows.of_list(snapshots[::-1], query, "snapshots"),
-        "properties": windows.of_mapping(metadata.properties, query, "properties"),
-        "log": windows.of_list(metadata.metadata_log[::-1], query, "log"),
-        "fields_per_entry": FIELDS_PER_ENTRY,
+        "specs": _shown(windows.of_list(metadata.partition_specs, query, "specs"), _spec),
+        "orders": _shown(windows.of_list(metadata.sort_orders, query, "orders"), _order),
+        "refs": _shown(windows.of_mapping(metadata.refs, query, "refs"), _ref),
+        "snapshots": _shown(windows.of_list(snapshots[::-1], query, "snapshots"), _snapshot_row),
+        "properties": _shown(windows.of_mapping(metadata.properties, query, "properties"), _pair),
+        "log": _shown(windows.of_list(metadata.metadata_log[::-1], query, "log"), _logged),
     }
     check()
     if key is not None:

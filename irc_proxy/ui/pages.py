@@ -60,6 +60,7 @@ def ns_path(namespace: Namespace) -> str:
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("irc_proxy.ui"), autoescape=select_autoescape(default=True))
     env.globals |= {"ns_path": ns_path, "quote": lambda text: quote(text, safe=""), "moment": models.moment}
+    env.filters["cut"] = windows.cut
     return env
 
 

@@ -21,6 +21,9 @@ T = TypeVar("T")
 V = TypeVar("V")
 SIZE = 100
 """Entries per window (per list)."""
+SHOWN_CHARS = 2_000
+"""Characters of one text from the metadata shown at most (a property value, a doc, a file name): a window
+of 100 entries stays small however long the metadata's strings are."""
 SORTED_AT_MOST = 10_000
 """Longer property maps are shown in their stored order: sorting a million keys holds the interpreter for
 most of a second (no other request runs meanwhile)."""
@@ -40,6 +43,14 @@ class Window(Generic[T]):
     def clipped(self) -> bool:
         """Some entries are not shown."""
         return len(self.items) < self.total
+
+
+def cut(text: object, most: int = SHOWN_CHARS) -> str:
+    """``text`` as a string of at most ``most`` characters (and a note of how many more there are)."""
+    shown = str(text)
+    if len(shown) <= most:
+        return shown
+    return f"{shown[:most]}… ({len(shown) - most:,} more characters)"
 
 
 def offset_of(query: Mapping[str, str], key: str) -> int:

@@ -292,3 +292,19 @@ def test_megabytes_of_sql_on_one_line_are_cut_and_not_compared(heavy: Heavy) -> 
     assert page.status_code == 200, page.text[:300]
     assert len(page.content) < 500_000 and "more characters not shown" in page.text
     assert "too long to compare here" in page.text
+
+
+def test_megabyte_property_values_and_docs_are_cut(heavy: Heavy) -> None:
+    long_text = "y" * 1_000_000
+    field = {"id": 1, "name": "id", "type": "long", "required": False, "doc": long_text}
+    body = {
+        "name": "longtexts",
+        "schema": {"type": "struct", "schema-id": 0, "fields": [field]},
+        "properties": {"big": long_text, long_text: "long key"},
+    }
+    with bearer_client(heavy.server.url, "root", SECRET) as root:
+        assert root.post("/v1/local/namespaces/big/tables", json=body).status_code == 200
+    with heavy.browser() as browser:
+        page = browser.get(f"{TABLES}/longtexts")
+    assert page.status_code == 200, page.text[:300]
+    assert len(page.content) < 50_000 and page.text.count("(998,000 more characters)") == 3
