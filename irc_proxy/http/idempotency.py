@@ -1,6 +1,7 @@
 """The spec's ``Idempotency-Key`` header: replay the finalized outcome of a mutation on retry.
 
-Finalized (stored and replayed): 2xx and deterministic 4xx, including 409. Not finalized: 5xx,
+Finalized (stored and replayed): 2xx and deterministic 4xx, including 409. Scan planning's keys are ignored
+(its answers are large and change nothing: a retry plans again). Not finalized: 5xx,
 and 4xx that depend on the moment rather than the request (401, 403, 408, 419, 429). A key is
 scoped to the authenticated principal and bound to the request it first came with (method, path,
 query and body): reusing it for another request is a 400. A duplicate that arrives while the
@@ -32,7 +33,10 @@ HEADER = b"idempotency-key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _NOT_FINAL = frozenset({401, 403, 408, 419, 429})
-_NO_KEY = frozenset({"reportMetrics"})  # the spec documents no Idempotency-Key there (and it changes nothing)
+_NO_KEY = frozenset({"reportMetrics", "planTableScan", "fetchScanTasks"})
+"""Operations whose key is ignored: reportMetrics has none in the spec; planning's answers change nothing a
+retry could repeat, and keeping them (up to ``max_response_bytes`` each, per key) let a reader fill the state
+database."""
 WAIT_SECONDS = 150.0
 """How long a duplicate waits for a first request whose process is alive (one that died is taken over at once;
 afterwards the duplicate gets 503 with Retry-After)."""
