@@ -41,6 +41,7 @@ from irc_proxy.handling.delegation import Asked
 from irc_proxy.handling.format_v3 import ServedTableMetadata
 from irc_proxy.handling.forwarding import UpstreamCall
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.open_plans import OpenPlans
 from irc_proxy.handling.serving import Placement
 from irc_proxy.handling.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
 from irc_proxy.handling.vending import table_locations
@@ -113,6 +114,8 @@ class ScanPlanning:
     ) -> None:
         self.store, self.cache, self._threads, self.limits = store, cache, threads, limits
         self._background: set[asyncio.Task[None]] = set()
+        self.open_plans = OpenPlans()
+        """Each principal's plans that keep a request, bounded (``handling.open_plans``)."""
 
     # Operations ----------------------------------------------------------------------------------------
     async def plan(
@@ -131,6 +134,7 @@ class ScanPlanning:
         done, _ = await asyncio.wait({work}, timeout=max(0.0, deadline - time.monotonic()))
         if not done:
             await self.store.create(plan_id, owner, table.location, request.to_json(), None)
+            await self._opened(owner, plan_id, request.to_json(), None)
             self._settle_later(plan_id, work)
             metrics.SCAN_PLANS.labels(status="submitted").inc()
             return {"status": "submitted", "plan-id": plan_id}
@@ -140,6 +144,8 @@ class ScanPlanning:
         # A plan with nothing left to fetch is kept without its request (a poll needs only its status).
         kept = prepared.planner.stored_request() if tasks else {}
         await self.store.create(plan_id, owner, table.location, kept, remaining if tasks else [])
+        if tasks:
+            await self._opened(owner, plan_id, kept, remaining)
         metrics.SCAN_PLANS.labels(status="completed").inc()
         answer: dict[str, Any] = {"status": "completed", "plan-id": plan_id, **inline.body()}
         if tasks:
@@ -170,6 +176,7 @@ class ScanPlanning:
         """cancelPlanning: the plan's tasks are released (a poll answers ``cancelled``)."""
         await self._owned(access, catalog, ident, plan_id)
         await self.store.cancel(plan_id)
+        self.open_plans.closed(access.context.principal, plan_id)
 
     async def tasks(self, access: Access, catalog: Catalog, ident: TableIdent, plan_task: Any) -> dict[str, Any]:
         """fetchScanTasks: the file scan tasks of one plan task."""
@@ -245,6 +252,15 @@ class ScanPlanning:
             tasks = self._answer(self.limits.files_per_task)
             resume = self._planner(table, request, budget).plan_chunk(chunk, tasks, skip)
             return tasks, resume
+
+    async def _opened(
+        self, owner: PlanOwner, plan_id: str, request: dict[str, Any], chunks: list[list[int]] | None
+    ) -> None:
+        """Count a plan that keeps its request against its principal's bound; cancel the oldest past it."""
+        size = len(json.dumps(request, separators=(",", ":"))) + len(json.dumps(chunks or []))
+        ttl = self.store.ttl.total_seconds()
+        for old in self.open_plans.opened(owner.principal, plan_id, size, ttl):
+            await self.store.cancel(old)
 
     def _settle_later(self, plan_id: str, work: asyncio.Future[_Prepared]) -> None:
         async def settle() -> None:

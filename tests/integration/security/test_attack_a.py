@@ -18,7 +18,7 @@ import pytest
 
 from tests.integration.security.test_plan_bounds import write_table
 from tests.support.console import root_config
-from tests.support.rest import make_principal, ns_path, token_of
+from tests.support.rest import assert_error, make_principal, ns_path, token_of
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-attack-a"
@@ -98,3 +98,27 @@ def test_a_readers_keyed_plan_answers_do_not_fill_the_state_database(setup: Setu
     assert answered > 10 * RESPONSE_BYTES  # the answers themselves are large
     kept = setup.stored("SELECT sum(length(body)) FROM idempotency_record WHERE principal = ?", setup.reader_name)
     assert kept < 16 << 10, f"{kept} bytes of answers kept for one reader"
+
+
+# The plan store: one reader's open plans ---------------------------------------------------------------------
+def test_a_readers_open_plans_keep_a_bounded_total_in_the_state_database(setup: Setup) -> None:
+    """Every plan with tasks left keeps its request (the filter, up to max_filter_bytes, and the names) for
+    ``plan_ttl``; nothing bounded how many one principal holds, so a reader stored what it sent (3 MB a second)
+    for an hour. Past 16 MiB the principal's oldest plans are cancelled: their tasks are 404, the newest work."""
+    values = [f"{i:04d}" + "v" * 3000 for i in range(80)]  # 240 KB of filter, within every limit
+    body = {"filter": {"type": "not-in", "term": "data", "values": values}}
+    tasks = []
+    for _ in range(80):  # 19 MB of requests
+        plan = setup.reader.post(f"{setup.table(setup.big)}/plan", json=body)
+        assert plan.status_code == 200, plan.text[:300]
+        assert plan.json().get("plan-tasks"), "a plan with tasks left keeps its request"
+        tasks.append(plan.json()["plan-tasks"][0])
+    kept = setup.stored("SELECT sum(length(request)) FROM scan_plan WHERE principal = ?", setup.reader_name)
+    assert kept <= 17 << 20, f"{kept} bytes of requests kept for one reader's plans (was 19 MB)"
+    url = f"{setup.table(setup.big)}/tasks"
+    assert_error(setup.reader.post(url, json={"plan-task": tasks[0]}), 404, "NoSuchPlanTaskException")
+    assert setup.reader.post(url, json={"plan-task": tasks[-1]}).status_code == 200
+    other = setup.root.post(f"{setup.table(setup.big)}/plan", json=body)  # another principal: its own bound
+    assert other.status_code == 200 and other.json().get("plan-tasks")
+    fetched = setup.root.post(url, json={"plan-task": other.json()["plan-tasks"][0]})
+    assert fetched.status_code == 200, fetched.text[:300]
