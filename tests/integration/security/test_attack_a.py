@@ -122,3 +122,32 @@ def test_a_readers_open_plans_keep_a_bounded_total_in_the_state_database(setup: 
     assert other.status_code == 200 and other.json().get("plan-tasks")
     fetched = setup.root.post(url, json={"plan-task": other.json()["plan-tasks"][0]})
     assert fetched.status_code == 200, fetched.text[:300]
+
+
+# Idempotency-Key: a writer's no-op commits ----------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="every keyed mutation's answer is kept whole for the key lifetime: a no-op commit answers the "
+    "table's whole metadata (up to max_metadata_bytes), so a writer stores megabytes per request",
+)
+def test_a_writers_keyed_no_op_commits_do_not_fill_the_state_database(setup: Setup) -> None:
+    own = f"own_{uuid.uuid4().hex[:8]}"
+    assert setup.root.post("/v1/local/namespaces", json={"namespace": [own]}).status_code == 200
+    name = f"writer-{uuid.uuid4().hex[:8]}"
+    client_id, secret = make_principal(setup.root, name, {"privilege": "all", "namespace": [own]})
+    with httpx.Client(base_url=setup.server.url, timeout=120) as anonymous:
+        token = token_of(anonymous, client_id, secret)
+    with httpx.Client(base_url=setup.server.url, timeout=120, headers={"Authorization": f"Bearer {token}"}) as writer:
+        properties = {f"p{i:04d}": "x" * 1000 for i in range(1000)}  # 1 MB of metadata
+        created = writer.post(
+            f"/v1/local/namespaces/{own}/tables",
+            json={"name": "t", "schema": {"type": "struct", "fields": []}, "properties": properties},
+        )
+        assert created.status_code == 200, created.text[:300]
+        for _ in range(10):
+            noop = writer.post(
+                f"/v1/local/namespaces/{own}/tables/t", json={"requirements": [], "updates": []}, headers=keyed()
+            )
+            assert noop.status_code == 200, noop.text[:300]
+    kept = setup.stored("SELECT sum(length(body)) FROM idempotency_record WHERE principal = ?", name)
+    assert kept < 4 << 20, f"{kept} bytes of answers kept for 10 no-op commits"
