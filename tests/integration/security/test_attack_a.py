@@ -18,7 +18,7 @@ import pytest
 
 from tests.integration.security.test_plan_bounds import write_table
 from tests.support.console import root_config
-from tests.support.rest import assert_error, make_principal, ns_path, token_of
+from tests.support.rest import assert_error, commit, make_principal, ns_path, token_of
 from tests.support.server import ProxyProcess
 
 ROOT_SECRET = "root-secret-for-attack-a"
@@ -151,3 +151,30 @@ def test_a_writers_keyed_no_op_commits_do_not_fill_the_state_database(setup: Set
             assert noop.status_code == 200, noop.text[:300]
     kept = setup.stored("SELECT sum(length(body)) FROM idempotency_record WHERE principal = ?", name)
     assert kept < 4 << 20, f"{kept} bytes of answers kept for 10 no-op commits"
+
+
+# Occupancy: a table's earlier location ------------------------------------------------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="the occupancy index holds a table's current roots only: after set-location its earlier location, "
+    "where its existing snapshots' files stay, is free for any writer to create a table over",
+)
+def test_a_moved_tables_earlier_location_cannot_be_taken_by_another_writer(setup: Setup) -> None:
+    """The victim's table moves (set-location, as ALTER TABLE SET LOCATION does); its snapshots still read the
+    files under the old location. A writer of another namespace creating a table there would get credentials
+    for those files and could purge them (drop + expunge). The create must be refused like any overlap."""
+    moved = f"moved_{uuid.uuid4().hex[:6]}"
+    old_location = write_table(setup.root, setup.namespace, moved, 3)
+    commit(setup.root, setup.table(moved), {"action": "set-location", "location": f"{old_location}-elsewhere"})
+    own = f"own_{uuid.uuid4().hex[:8]}"
+    assert setup.root.post("/v1/local/namespaces", json={"namespace": [own]}).status_code == 200
+    name = f"squatter-{uuid.uuid4().hex[:8]}"
+    client_id, secret = make_principal(setup.root, name, {"privilege": "all", "namespace": [own]})
+    with httpx.Client(base_url=setup.server.url, timeout=120) as anonymous:
+        token = token_of(anonymous, client_id, secret)
+    with httpx.Client(base_url=setup.server.url, timeout=120, headers={"Authorization": f"Bearer {token}"}) as writer:
+        taken = writer.post(
+            f"/v1/local/namespaces/{own}/tables",
+            json={"name": "t", "schema": {"type": "struct", "fields": []}, "location": old_location},
+        )
+    assert_error(taken, 400, "BadRequestException", "overlaps")
