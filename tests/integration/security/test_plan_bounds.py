@@ -188,7 +188,6 @@ def test_a_small_filter_keeps_its_residual_in_each_task(planner: Planner) -> Non
     assert all(task["residual-filter"] == {"type": "gt", "term": "id", "value": 5} for task in tasks)
 
 
-
 def test_a_plan_task_cannot_be_rewound_to_fetch_what_was_answered_inline(planner: Planner) -> None:
     first = planner.http.post(planner.plan_url(planner.big), json={}).json()
     resumed = [task for task in first["plan-tasks"] if task.count(":") == 2]
