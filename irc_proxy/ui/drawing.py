@@ -12,11 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from markupsafe import Markup
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRef
-from pyiceberg.table.snapshots import MetadataLogEntry
+from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot
 from pyiceberg.table.sorting import SortOrder
+from pyiceberg.types import NestedField
 from pyiceberg.view.metadata import ViewMetadata
 
 from irc_proxy.ui import charts, models, windows
@@ -29,6 +31,11 @@ HISTORY_SIZE = 10
 """Schemas per window of the schema history (each is compared field by field with the one before it)."""
 FIELDS_PER_ENTRY = 50
 """Fields shown at most per partition spec or sort order."""
+_CHARTS: Lru[tuple[str, ...], dict[str, Markup]] = Lru(16)
+"""The charts of recently drawn metadata files by (catalog, table, metadata location): each window of a
+page shares them (a chart of 2,000 snapshots is some hundred kilobytes)."""
+
+
 _DRAWN: Lru[tuple[str, ...], dict[str, Any]] = Lru(32)
 """Recently drawn table pages by (catalog, table, metadata location, windows): metadata files never change,
 so a page shown again is built once. Keyed by catalog and table too, so a remote catalog that reports
@@ -105,7 +112,8 @@ def _logged(entry: MetadataLogEntry) -> tuple[int, str]:
     return entry.timestamp_ms, windows.cut(entry.metadata_file)
 
 
-def _field(row: models.FieldRow) -> models.FieldRow:
+def _field(walked: tuple[NestedField, str, int]) -> models.FieldRow:
+    row = models.field_row(*walked)
     return replace(row, path=windows.cut(row.path, 500), type=windows.cut(row.type, 200), doc=windows.cut(row.doc))
 
 
@@ -118,6 +126,16 @@ def _change(change: models.SchemaChange) -> models.SchemaChange:
 
 def _shown(window: windows.Window[Any], show: Callable[[Any], Any]) -> windows.Window[Any]:
     return replace(window, items=[show(item) for item in window.items])
+
+
+def _charts(key: tuple[str, ...] | None, snapshots: list[Snapshot]) -> dict[str, Markup]:
+    """Both charts of a metadata file, drawn once for all its windows (``_CHARTS``)."""
+    found = _CHARTS.get(key) if key else None
+    if found is None:
+        found = {"timeline": charts.snapshot_timeline(snapshots), "sizes": charts.size_over_time(snapshots)}
+        if key:
+            _CHARTS.put(key, found)
+    return found
 
 
 def table_key(catalog: str, ident: str, location: str, query: Mapping[str, str]) -> tuple[str, ...]:
@@ -161,11 +179,10 @@ def table_values(
     )
     values = {
         "metadata": facts,
-        "schema_rows": _shown(windows.counted(models.iter_field_rows(schema, check), query, "columns"), _field),
+        "schema_rows": _shown(windows.counted(models.walk_fields(schema, check), query, "columns"), _field),
         "history": history,
         "changes": [_change(change) for change in models.schema_changes(ordered, history.items, check)],
-        "timeline": charts.snapshot_timeline(snapshots),
-        "sizes": charts.size_over_time(snapshots),
+        **_charts(key[:3] if key else None, snapshots),
         "specs": _shown(windows.of_list(metadata.partition_specs, query, "specs"), _spec),
         "orders": _shown(windows.of_list(metadata.sort_orders, query, "orders"), _order),
         "refs": _shown(windows.of_mapping(metadata.refs, query, "refs"), _ref),

@@ -71,7 +71,7 @@ NAMES_PER_CHANGE = 50
 """Field names listed at most per kind of change of one schema (the rest are counted)."""
 
 
-def _walk(schema: Schema, check: Callable[[], None]) -> Iterator[tuple[NestedField, str, int]]:
+def walk_fields(schema: Schema, check: Callable[[], None]) -> Iterator[tuple[NestedField, str, int]]:
     """``(field, dotted path, depth)`` of every field of ``schema``, depth first; ``check`` runs every
     ``CHECK_EVERY`` fields (nesting is bounded by the request bodies' depth limit)."""
     seen = 0
@@ -89,13 +89,13 @@ def _walk(schema: Schema, check: Callable[[], None]) -> Iterator[tuple[NestedFie
     return walk(schema.fields, "", 0)
 
 
-def _row(nested: NestedField, path: str, depth: int) -> FieldRow:
+def field_row(nested: NestedField, path: str, depth: int) -> FieldRow:
     return FieldRow(nested.field_id, path, _type_name(nested.field_type), nested.required, nested.doc or "", depth)
 
 
 def iter_field_rows(schema: Schema, check: Callable[[], None] = lambda: None) -> Iterator[FieldRow]:
     """Every field of ``schema`` depth first, nested ones with a dotted path (lazily)."""
-    return (_row(*walked) for walked in _walk(schema, check))
+    return (field_row(*walked) for walked in walk_fields(schema, check))
 
 
 def field_rows(schema: Schema, check: Callable[[], None] = lambda: None) -> list[FieldRow]:
@@ -113,13 +113,14 @@ def schema_changes(ordered: Sequence[Schema], which: Sequence[int], check: Calla
     """The changes of the schemas at positions ``which`` of ``ordered`` (sorted by id), each against the one
     before it; at most ``NAMES_PER_CHANGE`` names per kind of change, the rest counted in ``left_out``."""
     changes = []
-    walked: dict[int, dict[int, FieldRow]] = {}  # the last two schemas' fields: newest first reuses one
+    walked: dict[int, dict[int, tuple[str, str, bool]]] = {}  # the last two schemas' fields: newest first reuses one
 
-    def rows_of(position: int) -> dict[int, FieldRow]:
+    def rows_of(position: int) -> dict[int, tuple[str, str, bool]]:
         if position not in walked:
             if len(walked) > 1:
                 walked.pop(next(iter(walked)))
-            walked[position] = {row.field_id: row for row in iter_field_rows(ordered[position], check)}
+            fields = walk_fields(ordered[position], check)
+            walked[position] = {f.field_id: (path, _type_name(f.field_type), f.required) for f, path, _ in fields}
         return walked[position]
 
     for position in which:
@@ -127,22 +128,19 @@ def schema_changes(ordered: Sequence[Schema], which: Sequence[int], check: Calla
         now = rows_of(position)
         before = rows_of(position - 1) if position else {}
         change = SchemaChange(ordered[position].schema_id)
-        added = sorted(now[i].path for i in now.keys() - before.keys())
-        removed = sorted(before[i].path for i in before.keys() - now.keys())
+        added = sorted(now[i][0] for i in now.keys() - before.keys())
+        removed = sorted(before[i][0] for i in before.keys() - now.keys())
         changed = []
         for field_id in sorted(now.keys() & before.keys()):
             old, new = before[field_id], now[field_id]
+            if old == new:
+                continue
             described = [
                 f"{what} {a} -> {b}"
-                for what, a, b in (
-                    ("renamed", old.path, new.path),
-                    ("type", old.type, new.type),
-                    ("required", old.required, new.required),
-                )
+                for what, a, b in zip(("renamed", "type", "required"), old, new, strict=True)
                 if a != b
             ]
-            if described:
-                changed.append(f"{new.path}: " + ", ".join(described))
+            changed.append(f"{new[0]}: " + ", ".join(described))
         for listed, names in ((change.added, added), (change.removed, removed), (change.changed, changed)):
             listed.extend(names[:NAMES_PER_CHANGE])
         left_out = sum(max(0, len(names) - NAMES_PER_CHANGE) for names in (added, removed, changed))

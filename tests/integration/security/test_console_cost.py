@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from tests.support.console import root_config, sign_in
-from tests.support.rest import SCHEMA, bearer_client
+from tests.support.rest import SCHEMA, bearer_client, commit, snapshot
 from tests.support.server import ProxyProcess
 
 SECRET = "root-secret-for-console-cost"
@@ -308,3 +308,31 @@ def test_megabyte_property_values_and_docs_are_cut(heavy: Heavy) -> None:
         page = browser.get(f"{TABLES}/longtexts")
     assert page.status_code == 200, page.text[:300]
     assert len(page.content) < 50_000 and page.text.count("(998,000 more characters)") == 3
+
+
+def test_snapshots_refs_and_the_metadata_log_are_windows(heavy: Heavy) -> None:
+    with bearer_client(heavy.server.url, "root", SECRET) as root:
+        keep = {"write.metadata.previous-versions-max": "500"}
+        created = root.post(
+            "/v1/local/namespaces/big/tables", json={"name": "busy", "schema": SCHEMA, "properties": keep}
+        )
+        assert created.status_code == 200
+        location = created.json()["metadata"]["location"]
+        url = "/v1/local/namespaces/big/tables/busy"
+        snapshots = [{"action": "add-snapshot", "snapshot": snapshot(i, i - 1, i, location)} for i in range(1, 251)]
+        tags = [
+            {"action": "set-snapshot-ref", "ref-name": f"t{i:03d}", "type": "tag", "snapshot-id": i}
+            for i in range(1, 151)
+        ]
+        commit(root, url, *snapshots, *tags)
+        for i in range(120):  # one metadata file per commit: a long metadata log
+            commit(root, url, {"action": "set-properties", "updates": {"n": str(i)}})
+    with heavy.browser() as browser:
+        page = browser.get(f"{TABLES}/busy").text
+        assert f"Snapshots 1{DASH}100 of 250." in page and "<code>250</code>" in page and "<code>150</code>" not in page
+        assert f"Branches and tags 1{DASH}100 of 150." in page and ">t100</td>" in page and ">t101</td>" not in page
+        assert f"Metadata files 1{DASH}100 of 121." in page
+        older = browser.get(f"{TABLES}/busy", params={"snapshots": "200", "refs": "100"}).text
+        assert "<code>1</code>" in older and "<code>51</code>" not in older and ">t150</td>" in older
+        # each list's links keep the other lists' offsets
+        assert 'class="first" href="?refs=100"' in older and 'href="?refs=100&amp;snapshots=200&amp;log=100"' in older
