@@ -4,7 +4,8 @@ Finalized (stored and replayed): 2xx and deterministic 4xx, including 409. Scan 
 (its answers are large and change nothing: a retry plans again). Not finalized: 5xx,
 and 4xx that depend on the moment rather than the request (401, 403, 408, 419, 429). A key is
 scoped to the authenticated principal and bound to the request it first came with (method, path,
-query and body): reusing it for another request is a 400. A duplicate that arrives while the
+query and body): reusing it for another request is a 400. A table answer is kept without its metadata and
+vended credentials, and rebuilt from its metadata file when replayed (``replay``). A duplicate that arrives while the
 first is still running waits for it and gets the same answer, on any replica (the outcomes live
 in the state database); if the process running the first dies, the duplicate runs it instead.
 This middleware must run inside ``Authentication`` (it needs the principal).
@@ -16,16 +17,19 @@ import hashlib
 import logging
 import re
 from typing import Protocol
+from urllib.parse import unquote_plus
 
 from starlette.requests import Request
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from irc_proxy.errors import BadRequest, ServiceUnavailable
-from irc_proxy.http import parsing
+from irc_proxy.errors import BadRequest, CatalogError, ServiceUnavailable
+from irc_proxy.handling.catalog import Catalogs
+from irc_proxy.http import parsing, replay
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.routes import OPERATIONS
 from irc_proxy.metrics import IDEMPOTENT_REPLAYS
+from irc_proxy.threads import ThreadRunner
 
 log = logging.getLogger("irc_proxy.idempotency")
 
@@ -72,22 +76,31 @@ class OutcomeStore(Protocol):
 _KEYED_METHODS = frozenset({"POST", "DELETE"})
 
 
-def _mutations() -> list[tuple[str, re.Pattern[str]]]:
+def _mutations() -> list[tuple[str, re.Pattern[str], str]]:
     patterns = []
     for op in OPERATIONS:
         if op.method in _KEYED_METHODS and op.operation_id not in _NO_KEY:
             for template in (op.template, op.template.replace("/{prefix}", "")):
                 regex, _format, _convertors = compile_path(template)  # "{name}": one path segment
-                patterns.append((op.method, regex))
+                patterns.append((op.method, regex, op.operation_id))
     return patterns
 
 
 MUTATIONS = _mutations()
 
 
+def mutation(method: str, path: str) -> tuple[str, str | None] | None:
+    """The operation id and catalog name (None: the default) of a mutation that honours ``Idempotency-Key``."""
+    for m, regex, operation in MUTATIONS:
+        if method == m and (found := regex.match(path)):
+            prefix = found.groupdict().get("prefix")
+            return operation, None if prefix is None else unquote_plus(prefix)
+    return None
+
+
 def accepts_key(method: str, path: str) -> bool:
     """Whether ``method path`` is a mutation that honours ``Idempotency-Key``."""
-    return any(method == m and regex.match(path) for m, regex in MUTATIONS)
+    return mutation(method, path) is not None
 
 
 def finalized(status: int) -> bool:
@@ -128,9 +141,11 @@ class Idempotency:
         state = scope.get("state") or {}
         store: OutcomeStore | None = state.get("idempotency")
         key = dict(scope["headers"]).get(HEADER)
-        if key is None or store is None or not accepts_key(scope["method"], scope["path"]):
+        found = None if key is None or store is None else mutation(scope["method"], scope["path"])
+        if key is None or store is None or found is None:
             await self.app(scope, receive, send)
             return
+        where = _Where(state, *found)
         request = Request(scope)
         text = key.decode("latin-1").strip()
         if not _UUID.match(text):
@@ -144,17 +159,22 @@ class Idempotency:
             await response_for(request, exc)(scope, receive, send)
             return
         if claim.state == "claimed":
-            await self._run(scope, receive, send, body, _Owned(store, principal, text.lower(), claim.owner))
+            await self._run(scope, receive, send, body, _Owned(store, principal, text.lower(), claim.owner, where))
         else:
-            await self._answer_without_running(request, claim, send)
+            await self._answer_without_running(request, claim, send, where)
 
-    async def _answer_without_running(self, request: Request, claim: Claim, send: Send) -> None:
+    async def _answer_without_running(self, request: Request, claim: Claim, send: Send, where: _Where) -> None:
         if claim.state == "finished":
+            try:
+                stored, body = await where.give(claim.headers, claim.body)
+            except CatalogError as exc:
+                await response_for(request, exc)(request.scope, request.receive, send)
+                return
             IDEMPOTENT_REPLAYS.inc()
-            headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in claim.headers]
+            headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in stored]
             headers.append((REPLAYED_HEADER.lower().encode(), b"true"))
             await send({"type": "http.response.start", "status": claim.status, "headers": headers})
-            await send({"type": "http.response.body", "body": claim.body})
+            await send({"type": "http.response.body", "body": body})
             return
         if claim.state == "mismatch":
             response = response_for(request, BadRequest("Idempotency-Key was already used for a different request"))
@@ -197,11 +217,31 @@ class Idempotency:
             await claim.abandon()
 
 
+class _Where:
+    """The operation a key was sent to and its catalog: what of its answer is kept, and how it is given again."""
+
+    def __init__(self, state: dict[str, object], operation: str, catalog: str | None) -> None:
+        self.state, self.operation, self.catalog = state, operation, catalog
+
+    async def keep(self, headers: replay.Headers, body: bytes) -> tuple[replay.Headers, bytes]:
+        catalogs, threads = self.state.get("catalogs"), self.state.get("threads")
+        if not isinstance(catalogs, Catalogs) or not isinstance(threads, ThreadRunner):  # a bare test app
+            return headers, body
+        return await replay.keep(catalogs, threads, self.operation, self.catalog, headers, body)
+
+    async def give(self, headers: replay.Headers, body: bytes) -> tuple[replay.Headers, bytes]:
+        catalogs = self.state.get("catalogs")
+        if not isinstance(catalogs, Catalogs):
+            return headers, body
+        return await replay.give(catalogs, self.catalog, headers, body)
+
+
 class _Owned:
     """One claimed key: settled exactly once, with the outcome or by giving it up."""
 
-    def __init__(self, store: OutcomeStore, principal: str, key: str, owner: str) -> None:
+    def __init__(self, store: OutcomeStore, principal: str, key: str, owner: str, where: _Where) -> None:
         self.store, self.principal, self.key, self.owner = store, principal, key, owner
+        self.where = where
         self.settled = False
 
     async def settle(self, start: Message, body: bytes) -> None:
@@ -209,11 +249,16 @@ class _Owned:
         try:
             if finalized(status):
                 headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start.get("headers", [])]
+                if 200 <= status < 300:
+                    headers, body = await self.where.keep(headers, body)
                 await self.store.finish(self.principal, self.key, self.owner, status, headers, body)
             else:
                 await self.abandon()
         except ServiceUnavailable as exc:
             log.warning("could not store the outcome of Idempotency-Key %s: %s", self.key, exc.message)
+        except CatalogError as exc:  # the answer's catalog went away meanwhile: keep nothing
+            log.warning("could not keep the outcome of Idempotency-Key %s: %s", self.key, exc.message)
+            await self.abandon()
         self.settled = True
 
     async def abandon(self) -> None:

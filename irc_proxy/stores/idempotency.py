@@ -7,13 +7,16 @@ outcome, or deletes the row for an outcome that must not be replayed (5xx), then
 Anyone else who meets an in-progress row polls until it is finished or released; an in-progress row
 whose holder lock is free belongs to a process that died, and is taken over at once. A holder that is
 only slow or paused keeps its lock, so a request never runs in two places at the same time.
-Rows live for the advertised key lifetime and are purged opportunistically afterwards.
+Rows live for the advertised key lifetime and are purged opportunistically afterwards. One principal's
+large outcomes (over ``SMALL_BODY``) are kept only while its unexpired outcomes total at most
+``MAX_PRINCIPAL_BYTES``; past that the key is released instead (a retry runs the request again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ from sqlalchemy import (
     Text,
     and_,
     delete,
+    func,
     insert,
     select,
     update,
@@ -58,6 +62,12 @@ RECORDS = Table(
     Column("body", LargeBinary, nullable=True),
 )
 PURGE_INTERVAL_SECONDS = 60.0
+SMALL_BODY = 64 << 10
+"""Outcomes up to this size are always kept (their number is bounded by the request rate)."""
+MAX_PRINCIPAL_BYTES = 16 << 20
+"""What one principal's unexpired outcomes may total before a large one is not kept (a view's or
+namespace's answer can be as large as its request, up to ``server.max_body_bytes``)."""
+log = logging.getLogger("irc_proxy.idempotency")
 
 
 ClaimState = Literal["claimed", "finished", "mismatch", "in-progress"]
@@ -116,8 +126,7 @@ class IdempotencyStore:
     ) -> None:
         """Store the outcome of the claim ``owner`` holds (a lost claim stores nothing)."""
         values = {"status": status, "headers": json.dumps(headers), "body": body}
-        statement = update(RECORDS).where(self._owned(principal, key, owner)).values(values)
-        await self._threads.run(self._settle, _holder(principal, key), statement)
+        await self._threads.run(self._finish, principal, key, owner, values)
 
     async def release(self, principal: str, key: str, owner: str) -> None:
         """Give the key up without an outcome (the request failed in a way that must not be replayed)."""
@@ -146,6 +155,26 @@ class IdempotencyStore:
                 conn.execute(statement)
         finally:
             self._holders.let_go(holder)
+
+    def _finish(self, principal: str, key: str, owner: str, values: dict[str, object]) -> None:
+        """Store the outcome, or release the key when a large one would pass the principal's bound."""
+        owned = self._owned(principal, key, owner)
+        try:
+            with database_errors("State database"), self._engine.begin() as conn:
+                size = len(values["body"])  # type: ignore[arg-type]
+                if size > SMALL_BODY:
+                    kept = conn.execute(
+                        select(func.coalesce(func.sum(func.length(RECORDS.c.body)), 0)).where(
+                            RECORDS.c.principal == principal, RECORDS.c.expires_at > datetime.now(UTC)
+                        )
+                    ).scalar_one()
+                    if int(kept) + size > MAX_PRINCIPAL_BYTES:
+                        log.warning("outcome of Idempotency-Key %s not kept: its principal's outcomes are full", key)
+                        conn.execute(delete(RECORDS).where(owned))
+                        return
+                conn.execute(update(RECORDS).where(owned).values(values))
+        finally:
+            self._holders.let_go(_holder(principal, key))
 
     def _purge(self) -> int:
         with database_errors("State database"), self._engine.begin() as conn:
