@@ -11,6 +11,11 @@ only a claim made moments ago (``PENDING_CLAIM``) is held without its object, as
 A dropped object kept in the trash keeps its storage under a ``trash`` owner (``trash_owner``) until it is
 restored, expunged or expires, so nothing else can take it meanwhile; a restore (or a register allowed to
 claim the entry) *adopts* that claim: it is passed as ``adopting`` and ignored by that one check.
+
+A table keeps the roots it held before a move (``set-location``, a changed ``write.*.path``) under an
+``earlier`` owner (``earlier_owner``) for as long as it lives: its snapshots still read the files there, so no
+other object may take them (and be vended credentials over them). They go with the table on rename, into the
+trash on a kept drop (and back on restore), and are released when the table is gone.
 """
 
 from __future__ import annotations
@@ -48,8 +53,23 @@ def trash_owner(entry_id: str) -> Owner:
     return Owner(TRASH, "", entry_id)
 
 
+EARLIER = "earlier"
+"""The owner kind of a live table's earlier roots (``Owner(EARLIER, namespace, name)``)."""
+MAX_EARLIER = 1000
+"""Earlier roots kept per table (distinct locations it moved away from); more are not recorded (logged)."""
+
+
+def earlier_owner(owner: Owner) -> Owner | None:
+    """Who holds the earlier roots of ``owner`` (tables only: a view's files are its metadata, kept in place)."""
+    return Owner(EARLIER, owner.namespace, owner.name) if owner.kind == "table" else None
+
+
+def _with_earlier(owners: Iterable[Owner]) -> list[Owner]:
+    return [found for owner in owners for found in (owner, earlier_owner(owner)) if found is not None]
+
+
 def _owners(exclude: Owner | None, adopting: Iterable[Owner]) -> frozenset[Owner]:
-    return frozenset([*([] if exclude is None else [exclude]), *adopting])
+    return frozenset(_with_earlier([*([] if exclude is None else [exclude]), *adopting]))
 
 
 def _pending(holding: Holding) -> bool:
@@ -86,6 +106,14 @@ class Occupancy:
             held = parse_location(holding.location)
             if not any(held.overlaps(w) for w in wanted):
                 continue  # the database's LIKE may be case-insensitive
+            if holding.owner.kind == EARLIER:  # held while its table lives
+                table = Owner("table", holding.owner.namespace, holding.owner.name)
+                ask = self.live.get(table.kind)
+                if ask is not None and await ask(table) is None:
+                    await self._store.release(self.catalog, holding.owner)
+                else:
+                    found.append(holding.location)
+                continue
             ask = self.live.get(holding.owner.kind)
             current = await ask(holding.owner) if ask is not None else [holding.location]
             if current is None:
@@ -99,7 +127,7 @@ class Occupancy:
                 continue
             current_keys = [location_key(path) for path in current]
             if holding.location not in current_keys:
-                await self._store.hold(self.catalog, holding.owner, current_keys)  # moved since: re-record
+                await self.record(holding.owner, current_keys)  # moved since: re-record (kept as earlier)
             found += [k for k in current_keys if any(parse_location(k).overlaps(w) for w in wanted)]
         return found
 
@@ -134,7 +162,6 @@ class Occupancy:
         self,
         owner: Owner,
         locations: Sequence[str],
-        previous: Sequence[str] = (),
         what: str = "Location",
         adopting: Iterable[Owner] = (),
     ) -> None:
@@ -142,11 +169,12 @@ class Occupancy:
         claims in ``adopting`` excepted: the caller takes them over and releases them once it landed).
 
         Recorded first, checked second: two replicas claiming overlapping roots at once both see the other
-        and both refuse, never both succeed. On refusal ``previous`` is recorded again.
+        and both refuse, never both succeed. On refusal what ``owner`` held before is recorded again.
         """
         if self._store is None:
             return
         keys = [location_key(location) for location in locations]
+        previous = await self._store.held(self.catalog, owner)
         await self._store.hold(self.catalog, owner, keys)  # committed before the check (see above)
         if self._allow_overlap:
             return
@@ -154,22 +182,55 @@ class Occupancy:
             if await self._conflicts(keys, _owners(owner, adopting)):
                 raise self._overlap(locations, what)
         except BaseException:
-            await self._store.hold(self.catalog, owner, [location_key(p) for p in previous])
+            await self._store.hold(self.catalog, owner, previous)
             raise
 
     async def record(self, owner: Owner, locations: Sequence[str]) -> None:
-        """Record what ``owner`` holds now, refusing nothing (after a change landed, or to restore a record)."""
-        if self._store is not None:
-            await self._store.hold(self.catalog, owner, [location_key(location) for location in locations])
+        """Record what ``owner`` holds now, refusing nothing (after a change landed, or to restore a record);
+        a table's roots it no longer holds are kept as its earlier roots."""
+        if self._store is None:
+            return
+        keys = [location_key(location) for location in locations]
+        if (earlier := earlier_owner(owner)) is not None:
+            left = [key for key in await self._store.held(self.catalog, owner) if key not in keys]
+            if left:
+                await self._keep_earlier(earlier, left)
+        await self._store.hold(self.catalog, owner, keys)
+
+    async def _keep_earlier(self, earlier: Owner, keys: Sequence[str]) -> None:
+        assert self._store is not None
+        held = await self._store.held(self.catalog, earlier)
+        room = MAX_EARLIER - len(held)
+        new = [key for key in dict.fromkeys(keys) if key not in held]
+        if len(new) > room:
+            log.warning("table %s: more than %d earlier locations, not all held", earlier.name, MAX_EARLIER)
+        if new[: max(room, 0)]:
+            await self._store.add(self.catalog, earlier, new[: max(room, 0)])
+
+    async def earlier(self, owner: Owner) -> list[str]:
+        """The earlier roots recorded for a table (a kept drop takes them into the trash)."""
+        found = earlier_owner(owner)
+        return [] if self._store is None or found is None else await self._store.held(self.catalog, found)
+
+    async def inherit(self, holder: Owner, owner: Owner) -> None:
+        """A table took over ``holder``'s claim (a restore): what it does not hold now becomes its earlier roots."""
+        earlier = earlier_owner(owner)
+        if self._store is None or earlier is None:
+            return
+        current = await self._store.held(self.catalog, owner)
+        left = [key for key in await self._store.held(self.catalog, holder) if key not in current]
+        if left:
+            await self._keep_earlier(earlier, left)
 
     async def refresh(self, owner: Owner) -> None:
-        """Record what ``owner`` holds now, asking the object itself (after a claim that did not become it)."""
+        """Record what ``owner`` holds now, asking the object itself (after a claim that did not become it:
+        the roots claimed for nothing are dropped, not kept as earlier roots)."""
         ask = self.live.get(owner.kind)
         current = await ask(owner) if ask is not None else None
         if current is None:
             await self.release(owner)
-        elif current:  # [] = live but unreadable: keep what is recorded
-            await self.record(owner, current)
+        elif current and self._store is not None:  # [] = live but unreadable: keep what is recorded
+            await self._store.hold(self.catalog, owner, [location_key(location) for location in current])
 
     async def holds(self, owner: Owner) -> bool:
         """Whether anything is recorded for ``owner`` (True without a store: nothing to record then)."""
@@ -184,8 +245,10 @@ class Occupancy:
             await self._store.mark_indexed(self.catalog)
 
     async def release(self, owner: Owner) -> None:
+        """Forget what ``owner`` holds (a table's earlier roots too)."""
         if self._store is not None:
-            await self._store.release(self.catalog, owner)
+            for each in _with_earlier([owner]):
+                await self._store.release(self.catalog, each)
 
     async def forget(self, owner: Owner) -> None:
         """Release after the object is already gone: never raises (a row left behind heals on the next check)."""
@@ -200,5 +263,8 @@ class Occupancy:
             return
         try:
             await self._store.move(self.catalog, source, target)
+            earlier_source, earlier_target = earlier_owner(source), earlier_owner(target)
+            if earlier_source is not None and earlier_target is not None:
+                await self._store.move(self.catalog, earlier_source, earlier_target)
         except CatalogError as exc:
             log.warning("could not move the storage record of %s %s: %s", source.kind, source.name, exc)

@@ -8,8 +8,10 @@ asked for with the drop (``purgeRequested``) happens when the retention ends, so
   (the checks of registerTable: confinement, occupied names 409, missing namespaces 404).
 * A kept object's storage stays held in the occupancy index under a ``trash`` owner (``occupancy.trash_owner``)
   until it is restored, expunged or expires: no other table or view can take it, so a restore cannot be
-  blocked (nor credentials vended over the kept files). A restore adopts that claim. Entries kept by an
-  older irc-proxy get their claim when the expiry loop starts (``hold_unclaimed``).
+  blocked (nor credentials vended over the kept files); a table's earlier locations
+  (``occupancy.earlier_owner``) are held with it. A restore adopts that claim (what the table does not hold
+  now becomes its earlier locations again). Entries kept by an older irc-proxy get their claim when the
+  expiry loop starts (``hold_unclaimed``).
 * Registering a kept metadata file by hand (how tables are moved) takes it out of the trash; who may
   do so is decided by ``trash_ops.claimable`` (the restore privileges).
 * :meth:`Trash.expire_once` expunges expired entries; several replicas share the work through claims
@@ -42,6 +44,7 @@ from irc_proxy.errors import AlreadyExists, CatalogError, NoSuchNamespace, NotFo
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.occupancy import TRASH, LocationOverlap, trash_owner
+from irc_proxy.handling.storage import table_owner
 from irc_proxy.stores.locations import Owner
 from irc_proxy.stores.trash import TrashEntry, TrashFilter, TrashStore, new_entry
 from irc_proxy.stores.views import TRASH_NAMESPACE, StoredView
@@ -176,9 +179,10 @@ class Trash:
         ns = tuple(ident.namespace)
         entry = new_entry(catalog.name, "table", ns, ident.name, location, principal, purge, self.retention(catalog))
         occupancy, holder = catalog.tables.storage.occupancy, trash_owner(entry.entry_id)
+        earlier = await occupancy.earlier(table_owner(catalog.codec.to_flat(ident.namespace), ident.name))
         await self.store.add(entry)
         try:
-            await occupancy.record(holder, await self._table_roots(catalog, location))
+            await occupancy.record(holder, [*await self._table_roots(catalog, location), *earlier])
             dropped = await catalog.tables.drop(ident, purge=False)
         except BaseException:
             await self.store.remove(catalog.name, entry.entry_id)
@@ -188,7 +192,8 @@ class Trash:
             kept = None if dropped.entry is None else json.loads(json.dumps(dropped.entry, default=str))
             await self.store.relocate(entry.entry_id, dropped.metadata_location, kept)
             if dropped.metadata_location != location:
-                await occupancy.record(holder, await self._table_roots(catalog, dropped.metadata_location))
+                roots = await self._table_roots(catalog, dropped.metadata_location)
+                await occupancy.record(holder, [*roots, *earlier])
         metrics.TRASH_EVENTS.labels(event="kept").inc()
 
     async def drop_view(self, catalog: Catalog, ident: TableIdent, principal: str) -> None:
@@ -255,6 +260,8 @@ class Trash:
                     target.namespace, target.name, entry.metadata_location, False, entry.backend_entry, [holder]
                 )
                 location = table.metadata_location or entry.metadata_location
+                owner = table_owner(catalog.codec.to_flat(target.namespace), target.name)
+                await catalog.tables.storage.occupancy.inherit(holder, owner)
                 await self._claimed(catalog, await self.store.remove_location(catalog.name, entry.metadata_location))
         except NoSuchNamespace:
             raise NoSuchNamespace(f"Namespace does not exist: {'.'.join(target.namespace)}") from None

@@ -129,6 +129,26 @@ class LocationStore(TransactionalStore):
 
         await self._run(hold)
 
+    async def add(self, catalog: str, owner: Owner, locations: Sequence[str]) -> None:
+        """Add ``locations`` to the owner's storage roots (keeping what it held)."""
+
+        def add(session: Session) -> None:
+            stmt = select(StorageLocationRow.location).where(*self._owned(catalog, owner))  # type: ignore[arg-type]
+            held = set(session.execute(stmt).scalars())
+            for location in dict.fromkeys(locations):
+                if location not in held:
+                    session.add(
+                        StorageLocationRow(
+                            catalog=catalog,
+                            kind=owner.kind,
+                            namespace=owner.namespace,
+                            name=owner.name,
+                            location=location,
+                        )
+                    )
+
+        await self._run(add)
+
     async def release(self, catalog: str, owner: Owner) -> None:
         await self._run(lambda s: s.execute(delete(StorageLocationRow).where(*self._owned(catalog, owner))))  # type: ignore[arg-type]
 

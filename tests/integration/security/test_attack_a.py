@@ -125,11 +125,6 @@ def test_a_readers_open_plans_keep_a_bounded_total_in_the_state_database(setup: 
 
 
 # Idempotency-Key: a writer's no-op commits ----------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="every keyed mutation's answer is kept whole for the key lifetime: a no-op commit answers the "
-    "table's whole metadata (up to max_metadata_bytes), so a writer stores megabytes per request",
-)
 def test_a_writers_keyed_no_op_commits_do_not_fill_the_state_database(setup: Setup) -> None:
     own = f"own_{uuid.uuid4().hex[:8]}"
     assert setup.root.post("/v1/local/namespaces", json={"namespace": [own]}).status_code == 200
@@ -144,21 +139,31 @@ def test_a_writers_keyed_no_op_commits_do_not_fill_the_state_database(setup: Set
             json={"name": "t", "schema": {"type": "struct", "fields": []}, "properties": properties},
         )
         assert created.status_code == 200, created.text[:300]
-        for _ in range(10):
-            noop = writer.post(
-                f"/v1/local/namespaces/{own}/tables/t", json={"requirements": [], "updates": []}, headers=keyed()
-            )
+        url = f"/v1/local/namespaces/{own}/tables/t"
+        first, answers = keyed(), []
+        for headers in [first, *(keyed() for _ in range(9))]:
+            noop = writer.post(url, json={"requirements": [], "updates": []}, headers=headers)
             assert noop.status_code == 200, noop.text[:300]
-    kept = setup.stored("SELECT sum(length(body)) FROM idempotency_record WHERE principal = ?", name)
-    assert kept < 4 << 20, f"{kept} bytes of answers kept for 10 no-op commits"
+            answers.append(noop.json())
+        kept = setup.stored("SELECT sum(length(body)) FROM idempotency_record WHERE principal = ?", name)
+        assert kept < 4 << 20, f"{kept} bytes of answers kept for 10 no-op commits"
+        # A retry still gets the same answer, whole, for the no-op and for a commit that changed the table.
+        replayed = writer.post(url, json={"requirements": [], "updates": []}, headers=first)
+        assert replayed.status_code == 200 and replayed.headers["idempotent-replayed"] == "true"
+        assert replayed.json() == answers[0]
+        log_length = len(writer.get(url).json()["metadata"]["metadata-log"])
+        change = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"q": "1"}}]}
+        changing = keyed()
+        changed = writer.post(url, json=change, headers=changing)
+        assert changed.status_code == 200, changed.text[:300]
+        again = writer.post(url, json=change, headers=changing)
+        assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+        assert again.json() == changed.json() and again.json()["metadata"]["properties"]["q"] == "1"
+        assert int(again.headers["content-length"]) == len(again.content)
+        assert len(writer.get(url).json()["metadata"]["metadata-log"]) == log_length + 1  # applied once
 
 
 # Occupancy: a table's earlier location ------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="the occupancy index holds a table's current roots only: after set-location its earlier location, "
-    "where its existing snapshots' files stay, is free for any writer to create a table over",
-)
 def test_a_moved_tables_earlier_location_cannot_be_taken_by_another_writer(setup: Setup) -> None:
     """The victim's table moves (set-location, as ALTER TABLE SET LOCATION does); its snapshots still read the
     files under the old location. A writer of another namespace creating a table there would get credentials
