@@ -51,6 +51,9 @@ class CommitLimits:
         """Raise TooManyEntries (413) when a commit carries more than the limits allow."""
         if len(updates) > self.updates:
             raise TooManyEntries("updates", len(updates), self.updates)
+        keys = sum(_property_keys(update) for update in updates)
+        if keys > self.updates:
+            raise TooManyEntries("property keys set or removed", keys, self.updates)
         if requirements > self.requirements:
             raise TooManyEntries("requirements", requirements, self.requirements)
         adds = sum(1 for update in updates if isinstance(update, dict) and update.get("action") in GROWING_ACTIONS)
@@ -60,3 +63,16 @@ class CommitLimits:
                 adds,
                 self.metadata_adds,
             )
+
+
+def _property_keys(update: Any) -> int:
+    """How many properties a ``set-properties`` or ``remove-properties`` update names: each key is an update of
+    its own (one ``set-properties`` of a million keys made a 14 MB metadata file that every load then parses)."""
+    if not isinstance(update, dict):
+        return 0
+    action = update.get("action")
+    named = update.get("updates") if action == "set-properties" else update.get("removals")
+    return len(named) if action in _PROPERTY_ACTIONS and isinstance(named, dict | list) else 0
+
+
+_PROPERTY_ACTIONS = frozenset({"set-properties", "remove-properties"})

@@ -66,6 +66,22 @@ def test_more_updates_than_the_limit_is_a_413(client: httpx.Client, table: str) 
     assert_error(response, 413, "RequestEntityTooLargeException", f"the limit is {MAX_UPDATES}")
 
 
+@pytest.mark.parametrize("action", ["set-properties", "remove-properties"])
+def test_one_property_update_naming_more_keys_than_the_update_limit_is_a_413(
+    client: httpx.Client, table: str, action: str
+) -> None:
+    """A million keys in one set-properties made a 14 MB metadata file that every load parses again."""
+    keys = [f"k{i}" for i in range(MAX_UPDATES + 1)]
+    named = {"updates": dict.fromkeys(keys, "v")} if action == "set-properties" else {"removals": keys}
+    response = _commit(client, table, [{"action": action, **named}])
+    assert_error(response, 413, "RequestEntityTooLargeException", f"the limit is {MAX_UPDATES}")
+    within = keys[:MAX_UPDATES]
+    assert (
+        _commit(client, table, [{"action": "set-properties", "updates": dict.fromkeys(within, "v")}]).status_code == 200
+    )
+    assert _commit(client, table, [{"action": "remove-properties", "removals": within}]).status_code == 200
+
+
 def test_more_list_growing_updates_than_the_limit_is_a_413(client: httpx.Client, table: str) -> None:
     """pyiceberg applies these in time quadratic in their number: they have a lower limit of their own."""
     order = {
