@@ -230,7 +230,11 @@ def create_app(settings: Settings) -> Starlette:
         authz_store = AuthzStore(state, threads)
         authenticator, token_service = build_authenticator(settings.auth, state, authz_store, threads)
         # Sign-outs and used OIDC flows, shared by replicas; with auth.mode = "none" no token means anything.
-        revocations = Revocations(RevocationStore(state, threads)) if settings.auth.mode != "none" else None
+        revocations = (
+            Revocations(RevocationStore(state, threads), token_seconds=settings.auth.token_lifetime_seconds)
+            if settings.auth.mode != "none"
+            else None
+        )
         if token_service is not None:
             token_service.revocations = revocations
         authorizer = Authorizer(

@@ -231,7 +231,9 @@ class TokenService:
                 await self.revocations.check(subject_token)
         except NotAuthenticated as exc:
             raise TokenRequestError("invalid_grant", exc.message, subject_client) from None
-        return self._mint(client, scope, int(claims["auth_time"]))
+        # the session goes on: its id is kept, so signing it out ends this token too
+        sid = claims.get("sid")
+        return self._mint(client, scope, int(claims["auth_time"]), sid if isinstance(sid, str) else None)
 
     async def _login(self, client_id: str, client_secret: str, address: str) -> Client:
         """The client whose secret this is: throttled, one bounded scrypt check, failures counted."""
@@ -255,7 +257,8 @@ class TokenService:
             raise TokenRequestError("invalid_client", "unknown client or wrong secret", client_id)
         return client
 
-    def _mint(self, client: Client, scope: str, auth_time: int) -> IssuedToken:
+    def _mint(self, client: Client, scope: str, auth_time: int, sid: str | None = None) -> IssuedToken:
+        """A token of ``client``'s session ``sid`` (a new session when None) that began at ``auth_time``."""
         now = int(time.time())
         expires = min(now + self.lifetime_seconds, auth_time + self.max_session_seconds)
         claims = {
@@ -269,6 +272,7 @@ class TokenService:
             "client_id": client.id,
             "cfp": client.fingerprint,
             "auth_time": auth_time,
+            "sid": sid or uuid.uuid4().hex,
             "roles": list(client.roles),
         }
         header = {"alg": self.signing.alg, "kid": self.signing.kid, "typ": "JWT"}

@@ -122,31 +122,43 @@ def digest(value: str) -> str:
 
 
 class Revocations:
-    """Tokens signed out before they expire, and values that may be used once (OIDC sign-in flows).
+    """Sessions signed out before they expire, and values that may be used once (OIDC sign-in flows).
 
-    Both live in the state database, so they hold across replicas. Checking a token costs a SHA-256 and a
-    set lookup: each replica re-reads the live revoked digests at most every ``refresh_seconds`` (one
-    read at a time; meanwhile requests use the set read last), and adds its own revocations at once. So a
-    token signed out on one replica is refused there at once and on the others within ``refresh_seconds``.
+    Both live in the state database, so they hold across replicas. Signing out a token of a proxy session
+    (one with a ``sid`` claim: every token this proxy issues, exchanged ones keep their session's) revokes
+    the session, so tokens exchanged from it earlier end with it, and a flood of exchanged tokens signed out
+    one by one stores one row; other tokens (an OIDC provider's) are revoked alone. Checking a token costs
+    two SHA-256 and set lookups: each replica re-reads the live revoked digests at most every
+    ``refresh_seconds`` (one read at a time; meanwhile requests use the set read last), and adds its own
+    revocations at once. So a token signed out on one replica is refused there at once and on the others
+    within ``refresh_seconds``.
     """
 
-    def __init__(self, store: RevocationStore, refresh_seconds: float = 1.0) -> None:
+    def __init__(self, store: RevocationStore, refresh_seconds: float = 1.0, token_seconds: int = 86_400) -> None:
+        """``token_seconds``: the longest lifetime of a token this proxy issues (a revoked session's row is
+        kept that long: every token of the session minted before the sign-out has expired by then)."""
         self._store = store
         self._refresh_seconds = refresh_seconds
+        self._token_seconds = token_seconds
         self._revoked: set[str] = set()
         self._fresh_until = 0.0
         self._refreshing = False
 
     async def revoke(self, token: str) -> None:
-        """Refuse ``token`` from now on (until it would have expired anyway)."""
+        """Refuse ``token`` (a verified one) from now on, and the rest of its session when it has one."""
         now = time.time()
-        expires = token_expiry(token)
-        expires_at = expires if expires is not None else now + MAX_REVOCATION_SECONDS
-        await self._store.add(TOKEN, digest(token), min(expires_at, now + MAX_REVOCATION_SECONDS), now)
-        self._revoked.add(digest(token))
+        session = session_digest(token)
+        if session is not None:
+            # +60 s: an exchange that was under way when the session was signed out
+            revoked, expires_at = session, now + self._token_seconds + 60
+        else:
+            expires = token_expiry(token)
+            revoked, expires_at = digest(token), expires if expires is not None else now + MAX_REVOCATION_SECONDS
+        await self._store.add(TOKEN, revoked, min(expires_at, now + MAX_REVOCATION_SECONDS), now)
+        self._revoked.add(revoked)
 
     async def check(self, token: str) -> None:
-        """Raises: NotAuthenticated: the token was revoked (its session signed out)."""
+        """Raises: NotAuthenticated: the token or its session was revoked (signed out)."""
         if time.monotonic() >= self._fresh_until and not self._refreshing:
             self._refreshing = True
             try:
@@ -154,7 +166,7 @@ class Revocations:
                 self._fresh_until = time.monotonic() + self._refresh_seconds
             finally:
                 self._refreshing = False
-        if self._revoked and digest(token) in self._revoked:
+        if self._revoked and (digest(token) in self._revoked or session_digest(token) in self._revoked):
             raise NotAuthenticated("Invalid bearer token: its session was signed out; authenticate again")
 
     async def use_once(self, kind: str, value: str, expires_at: float) -> bool:
@@ -162,12 +174,26 @@ class Revocations:
         return await self._store.add(kind, digest(f"{kind}\x00{value}"), expires_at, time.time())
 
 
-def token_expiry(token: str) -> float | None:
-    """A JWT's ``exp`` claim, unverified (the token was verified by whoever asks to revoke it), if any."""
+def _claims(token: str) -> dict[str, Any]:
+    """A JWT's claims, unverified (whoever asks verified the token), or {} when it is not a JWT."""
     try:
         payload = token.split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except (IndexError, ValueError):
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+def session_digest(token: str) -> str | None:
+    """The digest naming a proxy token's session (client and ``sid``), or None for a token without one."""
+    claims = _claims(token)
+    client, sid, bound = claims.get("client_id"), claims.get("sid"), claims.get("cfp")
+    if not (isinstance(client, str) and isinstance(sid, str) and isinstance(bound, str)):
         return None
-    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return digest(f"session\x00{client}\x00{sid}")
+
+
+def token_expiry(token: str) -> float | None:
+    """A JWT's ``exp`` claim, unverified (the token was verified by whoever asks to revoke it), if any."""
+    exp = _claims(token).get("exp")
     return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None

@@ -16,7 +16,6 @@ from urllib.parse import unquote_plus
 from starlette.requests import Request
 
 from irc_proxy.http import parsing
-from irc_proxy.http.audit import object_path
 from irc_proxy.ui.lru import Lru
 
 REMEMBERED = 10_000
@@ -33,8 +32,10 @@ def sample(request: Request, status: int) -> None:
         return
     prefix = note.params.get("prefix")
     catalog = unquote_plus(prefix) if prefix is not None else None
-    separator = request.state.settings.server.namespace_separator
-    named = (context.principal, note.operation, catalog, note.object or object_path(note.params, separator), status)
+    # The object by its path parameters, not its dotted name: table c of a.b and table b.c of a print alike
+    # (a.b.c), and a read of one must not pass for a repeat of the other.
+    where = sorted(note.params.items())
+    named = (context.principal, note.operation, catalog, note.object, where, status)
     key = hashlib.blake2b(repr(named).encode(), digest_size=16).digest()
     now = time.monotonic()
     last = _SEEN.get(key)

@@ -26,7 +26,8 @@ import secrets
 from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
 
-from irc_proxy.errors import Forbidden
+from irc_proxy.errors import Forbidden, NotAuthenticated
+from irc_proxy.handling.authn import Authenticator
 from irc_proxy.handling.sessions import Revocations
 
 UI_PREFIX = "/ui"
@@ -83,11 +84,21 @@ def clear_session(response: Response, request: Request) -> None:
 
 
 async def end_session(response: Response, request: Request) -> None:
-    """Sign out: revoke the session's token in the state database (every replica), then clear the cookie."""
+    """Sign out: revoke the session's token in the state database (every replica), then clear the cookie.
+
+    Only a cookie that is a valid token is revoked: a request authenticated by its Authorization header may
+    carry any cookie (and learn its CSRF token from the open sign-in form), and a made-up string must not
+    become a row every replica reads."""
     token = request.cookies.get(session_cookie(request.url.scheme))
     revocations: Revocations | None = request.state.revocations
     if token and revocations is not None:
-        await revocations.revoke(token)
+        authenticator: Authenticator = request.state.authenticator
+        try:
+            await authenticator.authenticate(token)
+        except NotAuthenticated:
+            token = None
+        if token:
+            await revocations.revoke(token)
     clear_session(response, request)
 
 
