@@ -102,16 +102,19 @@ class Occupancy:
         assert self._store is not None
         wanted = [parse_location(key) for key in keys]
         found: list[str] = []
+        tables_alive: dict[Owner, bool] = {}  # earlier roots: their table asked once per check
         for holding in holdings:
             held = parse_location(holding.location)
             if not any(held.overlaps(w) for w in wanted):
                 continue  # the database's LIKE may be case-insensitive
             if holding.owner.kind == EARLIER:  # held while its table lives
                 table = Owner("table", holding.owner.namespace, holding.owner.name)
-                ask = self.live.get(table.kind)
-                if ask is not None and await ask(table) is None:
-                    await self._store.release(self.catalog, holding.owner)
-                else:
+                if table not in tables_alive:
+                    ask = self.live.get(table.kind)
+                    tables_alive[table] = ask is None or await ask(table) is not None
+                    if not tables_alive[table]:
+                        await self._store.release(self.catalog, holding.owner)
+                if tables_alive[table]:
                     found.append(holding.location)
                 continue
             ask = self.live.get(holding.owner.kind)

@@ -183,3 +183,43 @@ def test_a_moved_tables_earlier_location_cannot_be_taken_by_another_writer(setup
             json={"name": "t", "schema": {"type": "struct", "fields": []}, "location": old_location},
         )
     assert_error(taken, 400, "BadRequestException", "overlaps")
+
+
+def test_a_moved_tables_earlier_location_stays_held_through_rename_and_the_trash(setup: Setup) -> None:
+    """The earlier location goes with the table: renamed, kept in the trash, restored, it stays refused to
+    another writer; expunged (the table gone for good), it is free again."""
+    moved = f"moved_{uuid.uuid4().hex[:6]}"
+    old_location = write_table(setup.root, setup.namespace, moved, 3)
+    commit(setup.root, setup.table(moved), {"action": "set-location", "location": f"{old_location}-elsewhere"})
+    own = f"own_{uuid.uuid4().hex[:8]}"
+    assert setup.root.post("/v1/local/namespaces", json={"namespace": [own]}).status_code == 200
+    name = f"squatter-{uuid.uuid4().hex[:8]}"
+    client_id, secret = make_principal(setup.root, name, {"privilege": "all", "namespace": [own]})
+    with httpx.Client(base_url=setup.server.url, timeout=120) as anonymous:
+        token = token_of(anonymous, client_id, secret)
+    body = {"name": "t", "schema": {"type": "struct", "fields": []}, "location": old_location}
+    trash = "/management/v1/catalogs/local/trash"
+    with httpx.Client(base_url=setup.server.url, timeout=120, headers={"Authorization": f"Bearer {token}"}) as writer:
+
+        def take() -> httpx.Response:
+            return writer.post(f"/v1/local/namespaces/{own}/tables", json=body)
+
+        renamed = f"{moved}_renamed"
+        rename = {
+            "source": {"namespace": [setup.namespace], "name": moved},
+            "destination": {"namespace": [setup.namespace], "name": renamed},
+        }
+        assert setup.root.post("/v1/local/tables/rename", json=rename).status_code == 204
+        assert_error(take(), 400, "BadRequestException", "overlaps")
+        assert setup.root.delete(setup.table(renamed)).status_code == 204  # kept in the trash
+        assert_error(take(), 400, "BadRequestException", "overlaps")
+        entries = setup.root.get(trash).json()["entries"]
+        entry = next(e for e in entries if e["identifier"]["name"] == renamed)
+        assert setup.root.post(f"{trash}/{entry['id']}/restore", json={}).status_code == 200
+        assert_error(take(), 400, "BadRequestException", "overlaps")
+        assert setup.root.delete(setup.table(renamed)).status_code == 204
+        entries = setup.root.get(trash).json()["entries"]
+        entry = next(e for e in entries if e["identifier"]["name"] == renamed)
+        assert setup.root.delete(f"{trash}/{entry['id']}").status_code == 204  # expunged: gone for good
+        taken = take()
+        assert taken.status_code == 200, taken.text[:300]
