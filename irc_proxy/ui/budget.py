@@ -5,14 +5,17 @@ A thread cannot be cancelled, so the work checks a :class:`Deadline` itself (bet
 diff hunks) and raises :class:`PageTooCostly` past it; every list a page shows is a window of bounded size
 (``ui.windows``), so the template is bounded too. At most ``RENDERERS`` pages build at once in each process,
 beside the pool's other work: a flood of heavy pages waits for a slot (within the budget, then 503) instead
-of taking every worker thread from the REST API. Pure Python releases the interpreter lock every few
-milliseconds, so the event loop keeps answering (``/healthz``) while a page builds.
+of taking every worker thread from the REST API. One principal builds one page at a time: its own flood
+waits for its own turn, so it holds one slot at most and everyone else's pages keep building. Pure Python
+releases the interpreter lock every few milliseconds, so the event loop keeps answering (``/healthz``)
+while a page builds.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 from weakref import WeakKeyDictionary
@@ -21,6 +24,7 @@ import anyio
 from starlette.requests import Request
 
 from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.http import parsing
 from irc_proxy.threads import ThreadRunner
 
 R = TypeVar("R")
@@ -60,6 +64,41 @@ class Deadline:
             )
 
 
+class _Turns:
+    """A principal's turn to build a page: a lock and how many of its pages hold or wait for it."""
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.users = 0
+
+
+_TURNS: dict[str, _Turns] = {}
+"""Principals with a page building or waiting (an entry goes when its last page does)."""
+
+
+@asynccontextmanager
+async def _one_at_a_time(principal: str) -> AsyncIterator[None]:
+    """One page at a time per principal: a principal opening many heavy pages at once waits for its own
+    turn, so it holds at most one of the ``RENDERERS`` slots and other people's pages still build."""
+    turns = _TURNS.setdefault(principal, _Turns())
+    turns.users += 1
+    try:
+        async with turns.lock:
+            yield
+    finally:
+        turns.users -= 1
+        if not turns.users:
+            del _TURNS[principal]
+
+
+def _who(request: Request) -> str:
+    """Whose turn a page takes: its principal (``auth.mode = "none"``: everyone is anonymous, so by address)."""
+    principal = str(parsing.context(request).principal)
+    if principal == "anonymous" and request.client is not None:
+        return f"anonymous@{request.client.host}"
+    return principal
+
+
 def deadline(request: Request) -> Deadline:
     """The request's deadline, started the first time it is asked for."""
     found: Deadline | None = request.scope.get(_DEADLINE)
@@ -77,6 +116,7 @@ async def run(request: Request, fn: Callable[[Deadline], R]) -> R:
     if runner is None:
         runner = _RUNNERS[threads] = threads.limited(RENDERERS)
     with anyio.move_on_after(due.left()):
-        return await runner.run(fn, due)
+        async with _one_at_a_time(_who(request)):
+            return await runner.run(fn, due)
     due.check()
     raise PageTooCostly(f"The console is busy: no page could be built within {due.seconds:g} s; try again")

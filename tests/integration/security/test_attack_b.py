@@ -5,6 +5,7 @@ what must hold."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -150,3 +151,75 @@ def test_reads_of_two_tables_whose_dotted_names_are_equal_are_both_audited(
                 break
             time.sleep(0.2)
     assert wanted <= ids
+
+
+# (b) cost: one principal's heavy pages must not starve everyone's console ---------------------------------
+WIDE_COLUMNS = 190_000
+FLOOD = 16
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyProcess, tuple[str, str]]]:
+    workdir = tmp_path_factory.mktemp("attack-b-wide")
+    warehouse = workdir / "warehouse"
+    warehouse.mkdir()
+    extra = f'[server]\nmetadata_cache_mb = 1024\n[catalogs.local]\nwarehouse = "{warehouse.as_uri()}"\n'
+    server = ProxyProcess(workdir, root_config(SECRET, extra)).start()
+    try:
+        with bearer_client(server.url, "root", SECRET) as root:
+            root.timeout = httpx.Timeout(180)
+            assert root.post("/v1/local/namespaces", json={"namespace": ["n"]}).status_code == 200
+            fields = [
+                {"id": i, "name": f"c{i}", "type": "string", "required": False} for i in range(1, WIDE_COLUMNS + 1)
+            ]
+            schema = {"type": "struct", "schema-id": 0, "fields": fields}
+            assert (
+                root.post("/v1/local/namespaces/n/tables", json={"name": "wide", "schema": schema}).status_code == 200
+            )
+            assert (
+                root.post("/v1/local/namespaces/n/tables", json={"name": "small", "schema": SCHEMA}).status_code == 200
+            )
+            grants = (
+                {"privilege": "namespace.use", "namespace": ["n"]},
+                {"privilege": "table.read", "namespace": ["n"]},
+            )
+            victim = make_principal(root, "victim", *grants)
+        yield server, victim
+    finally:
+        server.stop()
+
+
+def test_one_principals_flood_of_heavy_pages_leaves_other_peoples_pages_fast(
+    wide: tuple[ProxyProcess, tuple[str, str]],
+) -> None:
+    """A writer opens its 190,000-column table page (each window a full walk of the schema, ~0.7 s) 16 at a
+    time: it may queue behind itself, but another principal's small page must not wait behind its flood
+    (with two shared render slots it waited ~4.9 s of the 5 s budget, then 503s)."""
+    server, victim = wide
+    stop = threading.Event()
+
+    def flood(start: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=120) as attacker:
+            sign_in(attacker, "root", SECRET)
+            offset = start
+            while not stop.is_set():
+                attacker.get("/ui/catalogs/local/namespaces/n/tables/wide", params={"columns": str(100 * offset)})
+                offset += FLOOD
+
+    threads = [threading.Thread(target=flood, args=(k,), daemon=True) for k in range(FLOOD)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(3)  # the flood fills the queue
+        with httpx.Client(base_url=server.url, timeout=120) as browser:
+            sign_in(browser, *victim)
+            for window in range(4):  # a new window each time: built, not drawn from the page cache
+                started = time.monotonic()
+                page = browser.get("/ui/catalogs/local/namespaces/n/tables/small", params={"snapshots": str(window)})
+                assert page.status_code == 200
+                assert time.monotonic() - started < 1.5
+                assert httpx.get(f"{server.url}/healthz", timeout=30).elapsed.total_seconds() < 0.5
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
