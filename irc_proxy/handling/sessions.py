@@ -109,6 +109,8 @@ class RevocationStore(Protocol):
 
     async def add(self, kind: str, digest: str, expires_at: float, now: float) -> bool: ...
 
+    async def has(self, kind: str, digest: str, now: float) -> bool: ...
+
     async def live(self, kind: str, now: float) -> set[str]: ...
 
 
@@ -172,6 +174,10 @@ class Revocations:
     async def use_once(self, kind: str, value: str, expires_at: float) -> bool:
         """Record that ``value`` (of ``kind``) was used; False when it had been already."""
         return await self._store.add(kind, digest(f"{kind}\x00{value}"), expires_at, time.time())
+
+    async def used(self, kind: str, value: str) -> bool:
+        """Whether ``value`` (of ``kind``) was used already (read only: ``use_once`` records it)."""
+        return await self._store.has(kind, digest(f"{kind}\x00{value}"), time.time())
 
 
 def _claims(token: str) -> dict[str, Any]:

@@ -51,6 +51,17 @@ class RevocationStore(TransactionalStore):
             return False
         return True
 
+    async def has(self, kind: str, digest: str, now: float) -> bool:
+        """Whether ``digest`` is recorded (and has not expired)."""
+
+        def has(session: Session) -> bool:
+            stmt = select(RevokedRow.id).where(
+                col(RevokedRow.kind) == kind, col(RevokedRow.digest) == digest, col(RevokedRow.expires_at) >= now
+            )
+            return session.execute(stmt.limit(1)).first() is not None
+
+        return await self._run(has)
+
     async def live(self, kind: str, now: float) -> set[str]:
         """Every recorded digest of ``kind`` that has not expired."""
 

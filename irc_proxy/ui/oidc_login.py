@@ -171,21 +171,28 @@ async def callback(request: Request) -> Response:
     return response
 
 
+_REPLAYED = "This sign-in was already finished (a replayed answer); sign in again"
+
+
 async def _finish(request: Request) -> Response:
     oidc = _console_oidc(request)
     flow = _open_flow(request)
     if not hmac.compare_digest(flow.state.encode(), request.query_params.get("state", "").encode()):
         raise BadRequest("This answer does not belong to the sign-in begun in this browser (state); sign in again")
-    # Once only, on every replica: a replayed callback (the same flow cookie and state) is refused.
+    # Once only, on every replica: a replayed callback (the same flow cookie and state) is refused, here
+    # before the provider is asked and below for good once it has answered with tokens (only then is the
+    # flow recorded: anyone can start one and come back with its state and a made-up code).
     revocations: Revocations = request.state.revocations
-    if not await revocations.use_once(USED_FLOW, flow.state, flow.expires):
-        raise BadRequest("This sign-in was already finished (a replayed answer); sign in again")
+    if await revocations.used(USED_FLOW, flow.state):
+        raise BadRequest(_REPLAYED)
     if "error" in request.query_params:  # its description is the provider's (or anyone's) text: not shown
         raise NotAuthenticated(f"The identity provider did not sign you in ({_word(request.query_params['error'])})")
     code = request.query_params.get("code", "")
     if not code:
         raise BadRequest("The identity provider sent no authorization code")
     answer = await _exchange(oidc, await _provider(oidc), code, _redirect_uri(request), flow.verifier)
+    if not await revocations.use_once(USED_FLOW, flow.state, flow.expires):
+        raise BadRequest(_REPLAYED)
     access, id_token = answer.get("access_token"), answer.get("id_token")
     # The session holds what a REST client would send: the access token, whose audience is this proxy.
     # Only a provider that issues none gets the ID token used instead (accepted only where its audience,

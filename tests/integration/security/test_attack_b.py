@@ -10,11 +10,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
 from tests.support.console import csrf_of, root_config, sign_in
+from tests.support.oidc import OidcIssuer
 from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client, make_principal, token_of
 from tests.support.server import ProxyProcess
 
@@ -223,3 +225,40 @@ def test_one_principals_flood_of_heavy_pages_leaves_other_peoples_pages_fast(
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
+
+
+# (d) anonymous: the OIDC sign-in's start and callback store nothing until the provider signed someone in --
+@pytest.fixture(scope="module")
+def oidc_served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    issuer = OidcIssuer().start()
+    issuer.client_secret = "console-secret"
+    workdir = tmp_path_factory.mktemp("attack-b-oidc")
+    state = workdir / "state.db"
+    config = (
+        f'[state]\ndatabase_url = "sqlite:///{state}"\n[catalogs.local]\nkind = "local"\n'
+        f'[auth]\nmode = "oidc"\n[auth.oidc]\nissuer = "{issuer.url}"\naudience = "irc-proxy"\n'
+        'console_client_id = "irc-console"\nconsole_client_secret = "console-secret"\n'
+    )
+    server = ProxyProcess(workdir, config)
+    issuer.redirect_uri = f"{server.url}/ui/oidc/callback"
+    server.start()
+    try:
+        yield Served(server, state, ("", ""))
+    finally:
+        server.stop()
+        issuer.stop()
+
+
+def test_anonymous_oidc_flows_with_made_up_codes_store_no_rows(oidc_served: Served) -> None:
+    """Anyone can start a sign-in (a sealed cookie, nothing stored) and come back to the callback with its
+    state and a made-up code: no row may be stored for that (it was, one per loop, before the code was
+    even tried)."""
+    before = oidc_served.revoked_rows()
+    for _ in range(10):
+        with httpx.Client(base_url=oidc_served.url, timeout=30) as anonymous:
+            started = anonymous.get("/ui/oidc/start")
+            assert started.status_code == 303, started.text
+            state = parse_qs(urlsplit(started.headers["location"]).query)["state"][0]
+            back = anonymous.get("/ui/oidc/callback", params={"state": state, "code": "made-up"})
+            assert back.status_code == 401 and "irc_ui_session" not in back.headers.get("set-cookie", "")
+    assert oidc_served.revoked_rows() == before
