@@ -1,7 +1,9 @@
 """``irc-proxy principals|roles|grants``: manage authorization directly in the state database.
 
-The same operations as the admin API (``/management/v1``), for bootstrapping and scripts. Running
-proxies see changes within ``auth.grants_cache_seconds``.
+The same operations as the admin API (``/management/v1``), through the same handler
+(``handling.management``: validated alike, each one transaction), printing the API's JSON bodies, and
+audited as the API audits them (``management.<operation>`` on its path) by ``cli:<local user>``. For
+bootstrapping and scripts; running proxies see changes within ``auth.grants_cache_seconds``.
 """
 
 from __future__ import annotations
@@ -9,20 +11,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import secrets
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from irc_proxy.audit import Auditor, AuditRecord, now
+from irc_proxy.cli_trash import cli_principal
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling.authn import hash_secret
-from irc_proxy.handling.authz import ANY_CATALOG, Privilege, grant_target
+from irc_proxy.handling import management
+from irc_proxy.handling.authz import ANY_CATALOG, Privilege
+from irc_proxy.handling.management import GrantSpec, Management, audit_object
+from irc_proxy.http.errors import classify
 from irc_proxy.settings import Settings
-from irc_proxy.stores.authz import AuthzStore, StoredGrant
+from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.text import printable
 from irc_proxy.threads import ThreadRunner
 
-Action = Callable[[], Coroutine[Any, Any, Any]]
+T = TypeVar("T")
 
 
 _COMMON = argparse.ArgumentParser(add_help=False)
@@ -76,97 +83,123 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     from irc_proxy.stores.db import create_state_engine, ensure_schema
 
     engine = create_state_engine(settings.state.database_url.get_secret_value())
+    threads = ThreadRunner(settings.server.blocking_threads)
+
+    async def act() -> Any:
+        auditor = Auditor.build(settings.audit, engine, threads)
+        auditor.start()
+        try:
+            handler = Management(AuthzStore(engine, threads), threads, list(settings.catalogs))
+            operation, segments, call = _ACTIONS[args.command](handler, args)
+            return await _audited(auditor, operation, audit_object(*segments), call)
+        finally:
+            await auditor.close()
+
     try:
         ensure_schema(engine, settings.state.auto_upgrade)
-        store = AuthzStore(engine, ThreadRunner(settings.server.blocking_threads))
-        action = _ACTIONS[args.command](store, args, settings)
-        result = asyncio.run(action())
+        result = asyncio.run(act())
     except CatalogError as exc:
         print(f"irc-proxy: {printable(exc.message)}", file=sys.stderr)  # may quote stored names
         return 1
     finally:
         engine.dispose()
-    if result is not None:
-        # JSON escapes every control character (ensure_ascii); a plain message is escaped here.
-        print(
-            json.dumps(result, indent=2, default=str) if args.json or not isinstance(result, str) else printable(result)
-        )
+    if result is not None:  # the management API's body; JSON escapes every control character (ensure_ascii)
+        print(json.dumps(result, indent=2))
     return 0
 
 
-def _principals(store: AuthzStore, args: argparse.Namespace, settings: Settings) -> Action:
-    async def act() -> Any:
-        if args.action == "list":
-            return [
-                {"name": p.name, "roles": list(p.roles), "has-credentials": p.has_secret}
-                for p in await store.principals()
-            ]
-        if args.action == "create":
-            secret = None if args.no_credentials else secrets.token_urlsafe(32)
-            await store.create_principal(args.name, hash_secret(secret) if secret else None)
-            for role in args.role:
-                await store.assign(args.name, role)
-            return {"client-id": args.name, "client-secret": secret} if secret else f"created {args.name}"
-        if args.action == "rotate":
-            secret = secrets.token_urlsafe(32)
-            await store.set_secret(args.name, hash_secret(secret))
-            return {"client-id": args.name, "client-secret": secret}
-        if args.action == "delete":
-            await store.delete_principal(args.name)
-        elif args.action == "assign":
-            await store.assign(args.name, args.role)
-        else:
-            await store.unassign(args.name, args.role)
-        return None
-
-    return act
-
-
-def _roles(store: AuthzStore, args: argparse.Namespace, settings: Settings) -> Action:
-    async def act() -> Any:
-        if args.action == "list":
-            return await store.roles()
-        if args.action == "create":
-            await store.create_role(args.name)
-        else:
-            await store.delete_role(args.name)
-        return None
-
-    return act
-
-
-def _grant_json(grant: StoredGrant) -> dict[str, Any]:
-    return {
-        "id": grant.id,
-        "role": grant.role,
-        "privilege": grant.privilege,
-        "type": grant.securable_type,
-        "catalog": grant.catalog,
-        "namespace": list(grant.namespace),
-        "name": grant.name,
-    }
-
-
-def _grants(store: AuthzStore, args: argparse.Namespace, settings: Settings) -> Action:
-    async def act() -> Any:
-        if args.action == "list":
-            return [_grant_json(g) for g in await store.grants(args.role)]
-        if args.action == "revoke":
-            await store.revoke(args.role, args.id)
-            return None
-        if args.catalog != ANY_CATALOG and args.catalog not in settings.catalogs:
-            raise CatalogError(f"No catalog named {args.catalog!r} is configured")
-        namespace = [level for level in args.namespace.split(".") if level] if args.namespace else []
-        target, privilege = grant_target(args.privilege, args.catalog, namespace, args.table, args.view)
-        grant = await store.add_grant(
-            args.role, target.catalog, target.type.value, target.namespace, target.name, privilege.value
+async def _audited(auditor: Auditor, operation: str, target: str, call: Call) -> dict[str, Any] | None:
+    """Run ``call``, recorded in the audit trail as the management API records it, by ``cli:<local user>``
+    (a refusal too, with the status the API would answer)."""
+    started, status = time.monotonic(), 200
+    try:
+        return await call()
+    except CatalogError as exc:
+        status = classify(exc)[0]
+        raise
+    finally:
+        auditor.submit(
+            AuditRecord(
+                time=now(),
+                principal=cli_principal(),
+                operation=f"management.{operation}",
+                catalog=None,
+                object=target,
+                status=status,
+                request_id=f"cli-{uuid.uuid4().hex}",
+                latency_ms=round((time.monotonic() - started) * 1000, 3),
+                reason="command line",
+            )
         )
-        return _grant_json(grant)
-
-    return act
 
 
-_ACTIONS: dict[str, Callable[[AuthzStore, argparse.Namespace, Settings], Action]] = {
+def _principals(handler: Management, args: argparse.Namespace) -> Planned:
+    name: str = getattr(args, "name", "")
+    if args.action == "list":
+        return "listPrincipals", ["principals"], lambda: _body(management.principals_json, handler.principals())
+    if args.action == "create":
+        roles, credentials = args.role, not args.no_credentials
+        create = handler.create_principal
+        return (
+            "createPrincipal",
+            ["principals"],
+            lambda: _body(management.created_json, create(name, roles, credentials)),
+        )
+    if args.action == "rotate":
+
+        async def rotate() -> dict[str, Any]:
+            return management.credentials_json(name, await handler.rotate_credentials(name))
+
+        return "rotateCredentials", ["principals", name, "rotate-credentials"], rotate
+    if args.action == "delete":
+        return "deletePrincipal", ["principals", name], lambda: _none(handler.delete_principal(name))
+    segments = ["principals", name, "roles", args.role]
+    if args.action == "assign":
+        return "assignRole", segments, lambda: _none(handler.assign(name, args.role))
+    return "unassignRole", segments, lambda: _none(handler.unassign(name, args.role))
+
+
+def _roles(handler: Management, args: argparse.Namespace) -> Planned:
+    if args.action == "list":
+        return "listRoles", ["roles"], lambda: _body(management.roles_json, handler.roles())
+    if args.action == "create":
+
+        async def create() -> dict[str, Any]:
+            await handler.create_role(args.name)
+            return management.role_json(args.name, [])
+
+        return "createRole", ["roles"], create
+    return "deleteRole", ["roles", args.name], lambda: _none(handler.delete_role(args.name))
+
+
+def _grants(handler: Management, args: argparse.Namespace) -> Planned:
+    if args.action == "list":
+        segments = ["grants"] if args.role is None else ["roles", args.role, "grants"]
+        return "listGrants", segments, lambda: _body(management.grants_json, handler.grants(args.role))
+    if args.action == "revoke":
+        return "revokeGrant", ["roles", args.role, "grants", args.id], lambda: _none(handler.revoke(args.role, args.id))
+    namespace = [level for level in args.namespace.split(".") if level] if args.namespace else []
+    spec = GrantSpec(args.privilege, args.catalog, namespace, args.table, args.view)
+    return (
+        "addGrant",
+        ["roles", args.role, "grants"],
+        lambda: _body(management.grant_json, handler.add_grant(args.role, spec)),
+    )
+
+
+async def _body(shape: Callable[[T], dict[str, Any]], result: Awaitable[T]) -> dict[str, Any]:
+    return shape(await result)
+
+
+async def _none(done: Awaitable[None]) -> None:
+    await done
+
+
+Call = Callable[[], Awaitable[dict[str, Any] | None]]
+Planned = tuple[str, list[str | int], Call]
+"""An action as the management API knows it: its operationId, the segments of its path, and the call."""
+
+_ACTIONS: dict[str, Callable[[Management, argparse.Namespace], Planned]] = {
     "principals": _principals,
     "roles": _roles,
     "grants": _grants,

@@ -8,7 +8,6 @@ on this replica at once (others within ``auth.grants_cache_seconds``).
 from __future__ import annotations
 
 import datetime
-import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote, unquote
@@ -19,11 +18,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from irc_proxy.errors import BadRequest, MethodNotAllowed
-from irc_proxy.handling import trash_ops
+from irc_proxy.handling import management, trash_ops
 from irc_proxy.handling.access import Access
-from irc_proxy.handling.authn import TokenService, hash_secret
-from irc_proxy.handling.authz import ANY_CATALOG, Privilege, StoredGrant, StoredPrincipal, grant_target
+from irc_proxy.handling.authn import TokenService
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.management import GrantSpec, Management
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.trash import Restore, Trash, TrashFilter
 from irc_proxy.http import access, parsing
@@ -32,10 +31,8 @@ from irc_proxy.http.errors import response_for
 from irc_proxy.http.responses import json_response, no_content
 from irc_proxy.numbers import is_number
 from irc_proxy.settings import Settings
-from irc_proxy.threads import ThreadRunner
 
 BASE = "/management/v1"
-MAX_NAME = 255
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -57,185 +54,106 @@ class GrantRequest(_Body):
     view: StrictStr | None = None
 
 
-def _name(raw: str, what: str) -> str:
-    name = unquote(raw)
-    if not name or len(name) > MAX_NAME or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
-        raise BadRequest(f"Invalid {what} name: 1 to {MAX_NAME} characters, no control characters")
-    return name
-
-
 def _path_name(request: Request, key: str) -> str:
-    return _name(request.path_params[key], key)
+    return management.valid_name(unquote(request.path_params[key]), key)
 
 
-def _principal_json(principal: StoredPrincipal) -> dict[str, Any]:
-    created = principal.created_at
-    created = created if created.tzinfo else created.replace(tzinfo=datetime.UTC)
-    return {
-        "name": principal.name,
-        "roles": list(principal.roles),
-        "has-credentials": principal.has_secret,
-        "created-at": created.isoformat(),
-    }
-
-
-def _grant_json(grant: StoredGrant) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": grant.id,
-        "role": grant.role,
-        "privilege": grant.privilege,
-        "type": grant.securable_type,
-        "catalog": grant.catalog,
-        "namespace": list(grant.namespace),
-    }
-    if grant.name:
-        body[grant.securable_type] = grant.name
-    return body
-
-
-def _changed(request: Request) -> None:
-    access.authorizer(request).invalidate()
-
-
-def _sessions_changed(request: Request, principal: str) -> None:
-    """Forget this replica's cached view of the principal's client, so its sessions end at once."""
-    service: TokenService | None = getattr(request.state, "token_service", None)
-    if service is not None:
-        service.clients.forget(principal)
-
-
-def _issues_tokens(request: Request) -> bool:
+def management_of(request: Request) -> Management:
+    """The management handler of this request's replica (its caches are cleared by each change)."""
     settings: Settings = request.state.settings
-    return settings.auth.mode == "oauth2"
-
-
-async def _new_secret(request: Request) -> tuple[str, str]:
-    secret = secrets.token_urlsafe(32)
-    threads: ThreadRunner = request.state.threads
-    return secret, await threads.run(hash_secret, secret)
-
-
-def _credentials(name: str, secret: str) -> dict[str, str]:
-    return {"client-id": name, "client-secret": secret}
+    token_service: TokenService | None = getattr(request.state, "token_service", None)
+    return Management(
+        access.authorizer(request).store,
+        request.state.threads,
+        [catalog.name for catalog in parsing.catalogs(request).all()],
+        settings.auth.mode == "oauth2",
+        authorizer=access.authorizer(request),
+        clients=None if token_service is None else token_service.clients,
+    )
 
 
 # Principals ----------------------------------------------------------------------------------------
 async def list_principals(request: Request) -> Response:
-    principals = await access.authorizer(request).store.principals()
-    return json_response({"principals": [_principal_json(p) for p in principals]})
+    return json_response(management.principals_json(await management_of(request).principals()))
 
 
 async def create_principal(request: Request) -> Response:
     """Create a principal (with ``oauth2``, also a client whose secret is returned once)."""
     body = await parsing.body_model(request, CreatePrincipalRequest)
-    name = _name(body.name, "principal")
-    roles = [_name(role, "role") for role in body.roles]
-    store = access.authorizer(request).store
-    known = set(await store.roles())
-    missing = [role for role in roles if role not in known]
-    if missing:
-        raise BadRequest(f"Roles do not exist: {', '.join(missing)}")
-    with_secret = _issues_tokens(request) if body.credentials is None else body.credentials
-    secret, hashed = await _new_secret(request) if with_secret else (None, None)
-    await store.create_principal(name, hashed)
-    for role in roles:
-        await store.assign(name, role)
-    _changed(request)
-    response: dict[str, Any] = {"principal": _principal_json(await store.principal(name))}
-    if secret is not None:
-        response["credentials"] = _credentials(name, secret)
-    return json_response(response, 201, headers={"Cache-Control": "no-store"})
+    created = await management_of(request).create_principal(body.name, body.roles, body.credentials)
+    return json_response(management.created_json(created), 201, headers={"Cache-Control": "no-store"})
 
 
 async def get_principal(request: Request) -> Response:
-    principal = await access.authorizer(request).store.principal(_path_name(request, "principal"))
-    return json_response(_principal_json(principal))
+    principal = await management_of(request).principal(_path_name(request, "principal"))
+    return json_response(management.principal_json(principal))
 
 
 async def delete_principal(request: Request) -> Response:
     """Delete the principal; its tokens stop working (here at once, on other replicas within the cache delay)."""
-    name = _path_name(request, "principal")
-    await access.authorizer(request).store.delete_principal(name)
-    _changed(request)
-    _sessions_changed(request, name)
+    await management_of(request).delete_principal(_path_name(request, "principal"))
     return no_content()
 
 
 async def rotate_credentials(request: Request) -> Response:
     """A new client secret for the principal (the old one stops working); returned once."""
     name = _path_name(request, "principal")
-    secret, hashed = await _new_secret(request)
-    await access.authorizer(request).store.set_secret(name, hashed)
-    _sessions_changed(request, name)  # its tokens are bound to the old secret's hash: they end
-    return json_response({"credentials": _credentials(name, secret)}, headers={"Cache-Control": "no-store"})
+    secret = await management_of(request).rotate_credentials(name)
+    return json_response(management.credentials_json(name, secret), headers={"Cache-Control": "no-store"})
 
 
 async def assign_role(request: Request) -> Response:
-    await access.authorizer(request).store.assign(_path_name(request, "principal"), _path_name(request, "role"))
-    _changed(request)
+    await management_of(request).assign(_path_name(request, "principal"), _path_name(request, "role"))
     return no_content()
 
 
 async def unassign_role(request: Request) -> Response:
-    await access.authorizer(request).store.unassign(_path_name(request, "principal"), _path_name(request, "role"))
-    _changed(request)
+    await management_of(request).unassign(_path_name(request, "principal"), _path_name(request, "role"))
     return no_content()
 
 
 # Roles and grants ------------------------------------------------------------------------------------
 async def list_roles(request: Request) -> Response:
-    return json_response({"roles": await access.authorizer(request).store.roles()})
+    return json_response(management.roles_json(await management_of(request).roles()))
 
 
 async def create_role(request: Request) -> Response:
     body = await parsing.body_model(request, CreateRoleRequest)
-    name = _name(body.name, "role")
-    await access.authorizer(request).store.create_role(name)
-    return json_response({"name": name, "grants": []}, 201)
+    await management_of(request).create_role(body.name)
+    return json_response(management.role_json(body.name, []), 201)
 
 
 async def get_role(request: Request) -> Response:
     name = _path_name(request, "role")
-    grants = await access.authorizer(request).store.grants(name)
-    return json_response({"name": name, "grants": [_grant_json(g) for g in grants]})
+    return json_response(management.role_json(name, await management_of(request).grants(name)))
 
 
 async def delete_role(request: Request) -> Response:
-    await access.authorizer(request).store.delete_role(_path_name(request, "role"))
-    _changed(request)
+    await management_of(request).delete_role(_path_name(request, "role"))
     return no_content()
 
 
 async def list_grants(request: Request) -> Response:
-    grants = await access.authorizer(request).store.grants(_path_name(request, "role"))
-    return json_response({"grants": [_grant_json(g) for g in grants]})
+    return json_response(management.grants_json(await management_of(request).grants(_path_name(request, "role"))))
 
 
 async def add_grant(request: Request) -> Response:
     role = _path_name(request, "role")
     body = await parsing.body_model(request, GrantRequest)
-    target, privilege = grant_target(body.privilege, body.catalog, body.namespace, body.table, body.view)
-    if body.catalog != ANY_CATALOG:
-        parsing.catalogs(request).get(body.catalog)
-    store = access.authorizer(request).store
-    grant = await store.add_grant(
-        role, target.catalog, target.type.value, target.namespace, target.name, privilege.value
-    )
-    _changed(request)
-    return json_response(_grant_json(grant), 201)
+    spec = GrantSpec(body.privilege, body.catalog, body.namespace, body.table, body.view)
+    return json_response(management.grant_json(await management_of(request).add_grant(role, spec)), 201)
 
 
 async def revoke_grant(request: Request) -> Response:
     raw = request.path_params["grant"]
     if not is_number(raw):
         raise BadRequest(f"Invalid grant id: {raw!r}")
-    await access.authorizer(request).store.revoke(_path_name(request, "role"), int(raw))
-    _changed(request)
+    await management_of(request).revoke(_path_name(request, "role"), int(raw))
     return no_content()
 
 
 async def list_privileges(request: Request) -> Response:
-    return json_response({"privileges": [p.value for p in Privilege]})
+    return json_response(management.privileges_json())
 
 
 # The audit trail -------------------------------------------------------------------------------------

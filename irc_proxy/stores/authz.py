@@ -11,7 +11,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from irc_proxy.errors import AlreadyExists, NotFound
+from irc_proxy.errors import AlreadyExists, BadRequest, NotFound
 from irc_proxy.stores.tables import GrantRow, PrincipalRoleRow, PrincipalRow, RoleRow
 from irc_proxy.stores.transactions import TransactionalStore
 
@@ -48,11 +48,19 @@ class AuthzStore(TransactionalStore):
     async def principal(self, name: str) -> StoredPrincipal:
         return await self._run(lambda s: _principal(s, name))
 
-    async def create_principal(self, name: str, secret_hash: str | None) -> StoredPrincipal:
+    async def create_principal(self, name: str, secret_hash: str | None, roles: Sequence[str] = ()) -> StoredPrincipal:
+        """Create ``name`` holding ``roles``, in one transaction: a missing role (BadRequest) or an existing
+        principal (AlreadyExists) creates nothing."""
+
         def create(session: Session) -> StoredPrincipal:
+            missing = [role for role in dict.fromkeys(roles) if session.get(RoleRow, role) is None]
+            if missing:
+                raise BadRequest(f"Roles do not exist: {', '.join(missing)}")
             if session.get(PrincipalRow, name) is not None:
                 raise AlreadyExists(f"Principal already exists: {name}")
             session.add(PrincipalRow(name=name, secret_hash=secret_hash))
+            session.flush()
+            session.add_all(PrincipalRoleRow(principal=name, role=role) for role in dict.fromkeys(roles))
             session.flush()
             return _principal(session, name)
 

@@ -3,8 +3,9 @@ and their grants, and the audit trail.
 
 Adding or revoking a grant takes two CSRF-checked POSTs: the first shows what would change
 (``admin_confirm.html``), only the second (``confirm=yes``) changes it, then redirects back to the role
-(Post/Redirect/Get). Grants are validated by ``authz.grant_target`` as the management API does, and a
-change clears this replica's grants cache as it does. Nothing secret is shown (credentials: yes or no).
+(Post/Redirect/Get). Both go through ``handling.management``: grants are validated as the management API
+validates them, and a change clears this replica's grants cache as it does. Nothing secret is shown
+(credentials: yes or no).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from irc_proxy.errors import BadRequest, NotFound
-from irc_proxy.handling.authz import ANY_CATALOG, Privilege, Securable, StoredGrant, grant_target, to_grant
+from irc_proxy.errors import BadRequest
+from irc_proxy.handling.authz import ANY_CATALOG, Privilege, to_grant
+from irc_proxy.handling.management import GrantSpec
 from irc_proxy.http import access, parsing
+from irc_proxy.http.admin import management_of
 from irc_proxy.numbers import is_number
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, Page, form_fields, page, render
 from irc_proxy.ui.session import UI_PREFIX, check_csrf
@@ -61,15 +64,15 @@ def _role_url(role: str) -> str:
 @admin_page("principals")
 async def principals_page(request: Request) -> Response:
     """Every principal: its roles, whether it has credentials (never the secret or its hash), when made."""
-    principals = await access.authorizer(request).store.principals()
+    principals = await management_of(request).principals()
     return render(request, "admin_principals.html", principals=principals)
 
 
 @admin_page("roles")
 async def roles_page(request: Request) -> Response:
     """Every role with its number of grants and the principals assigned to it."""
-    store = access.authorizer(request).store
-    roles, grants, principals = await store.roles(), await store.grants(), await store.principals()
+    handler = management_of(request)
+    roles, grants, principals = await handler.roles(), await handler.grants(), await handler.principals()
     rows = [
         {
             "name": role,
@@ -85,7 +88,7 @@ async def roles_page(request: Request) -> Response:
 async def role_page(request: Request) -> Response:
     """A role's grants, each with a revoke form, and the form adding one."""
     role = _role(request)
-    grants = await access.authorizer(request).store.grants(role)  # NotFound for an unknown role
+    grants = await management_of(request).grants(role)  # NotFound for an unknown role
     catalogs = [ANY_CATALOG, *(c.name for c in parsing.catalogs(request).all())]
     privileges = [p.value for p in Privilege]
     url = _role_url(role)
@@ -95,8 +98,8 @@ async def role_page(request: Request) -> Response:
 
 
 # Adding and revoking grants --------------------------------------------------------------------------------
-def _grant_of(request: Request, form: Mapping[str, str]) -> tuple[Securable, Privilege]:
-    """The grant a form asks for, validated like ``POST /management/v1/roles/{role}/grants``."""
+def _grant_of(form: Mapping[str, str]) -> GrantSpec:
+    """The grant a form asks for (validated by the management handler, as for the management API)."""
     kind, name = form.get("kind", ""), form.get("name", "").strip()
     if kind not in KINDS:
         raise BadRequest(f"Invalid kind {kind!r}: a grant names a table, a view or neither")
@@ -104,12 +107,8 @@ def _grant_of(request: Request, form: Mapping[str, str]) -> tuple[Securable, Pri
         raise BadRequest("Say whether the name is a table or a view")
     text = form.get("namespace", "").strip()
     levels = text.split(".") if text else []
-    catalog = form.get("catalog", "")
     table, view = (name if kind == "table" else None), (name if kind == "view" else None)
-    target, privilege = grant_target(form.get("privilege", ""), catalog, levels, table, view)
-    if catalog != ANY_CATALOG:
-        parsing.catalogs(request).get(catalog)  # NoSuchWarehouse, as the management API
-    return target, privilege
+    return GrantSpec(form.get("privilege", ""), form.get("catalog", ""), levels, table, view)
 
 
 async def _checked_form(request: Request) -> dict[str, str]:
@@ -127,9 +126,8 @@ def _confirm(request: Request, operation: str, role: str, fields: dict[str, str]
     )
 
 
-def _changed(request: Request, role: str) -> Response:
-    """After a change: forget cached grants (as the management API) and go back to the role."""
-    access.authorizer(request).invalidate()
+def _changed(role: str) -> Response:
+    """After a change (the handler cleared this replica's grants cache): back to the role."""
     return RedirectResponse(_role_url(role), status_code=303, headers=SECURITY_HEADERS)
 
 
@@ -137,14 +135,14 @@ def _changed(request: Request, role: str) -> Response:
 async def add_grant(request: Request) -> Response:
     role = _role(request)
     form = await _checked_form(request)
-    target, privilege = _grant_of(request, form)
-    store = access.authorizer(request).store
+    handler, spec = management_of(request), _grant_of(form)
+    target, privilege = handler.target(spec)
     if form.get("confirm") != "yes":
-        await store.grants(role)  # NotFound for an unknown role, before asking
+        await handler.grants(role)  # NotFound for an unknown role, before asking
         fields = {key: form.get(key, "") for key in GRANT_FIELDS}
         return _confirm(request, "grants.add", role, fields, verb="Add", privilege=privilege.value, target=target)
-    await store.add_grant(role, target.catalog, target.type.value, target.namespace, target.name, privilege.value)
-    return _changed(request, role)
+    await handler.add_grant(role, spec)
+    return _changed(role)
 
 
 @admin_page("grants.revoke")
@@ -153,22 +151,15 @@ async def revoke_grant(request: Request) -> Response:
     if not is_number(raw):
         raise BadRequest(f"Invalid grant id: {raw!r}")
     form = await _checked_form(request)
-    store = access.authorizer(request).store
-    grant = _find(await store.grants(role), int(raw), role)
+    handler = management_of(request)
+    grant = await handler.grant(role, int(raw))
     if form.get("confirm") != "yes":
         held = to_grant(grant)
         return _confirm(
             request, "grants.revoke", role, {}, verb="Revoke", privilege=grant.privilege, target=held.securable
         )
-    await store.revoke(role, grant.id)
-    return _changed(request, role)
-
-
-def _find(grants: list[StoredGrant], grant_id: int, role: str) -> StoredGrant:
-    found = next((g for g in grants if g.id == grant_id), None)
-    if found is None:
-        raise NotFound(f"Role {role} has no grant {grant_id}")
-    return found
+    await handler.revoke(role, grant.id)
+    return _changed(role)
 
 
 # The audit trail -------------------------------------------------------------------------------------------
