@@ -113,7 +113,9 @@ async def _audited(auditor: Auditor, operation: str, target: str, call: Call) ->
     (a refusal too, with the status the API would answer)."""
     started, status = time.monotonic(), 200
     try:
-        return await call()
+        result = await call()
+        status = 204 if result is None else 201 if operation in _CREATES else 200  # the API's success status
+        return result
     except CatalogError as exc:
         status = classify(exc)[0]
         raise
@@ -195,6 +197,7 @@ async def _none(done: Awaitable[None]) -> None:
     await done
 
 
+_CREATES = frozenset({"createPrincipal", "createRole", "addGrant"})
 Call = Callable[[], Awaitable[dict[str, Any] | None]]
 Planned = tuple[str, list[str | int], Call]
 """An action as the management API knows it: its operationId, the segments of its path, and the call."""
