@@ -12,7 +12,7 @@ BROWSER_DEBS := chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: serve test lint typecheck check bench clean system-deps
+.PHONY: serve test fast lint typecheck check bench clean system-deps docs docs-build
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,23 @@ test: $(TEST_STAMP) system-deps
 	$(PY) -m tests.e2e.spark_jars >/dev/null
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+## The fast lane (CI runs it first, under 3 minutes): lint, types, unit tests and the behaviour suite on the
+## embedded local catalog on SQLite only (IRC_BEHAVIOUR_BACKENDS, tests/behaviour/conftest.py).
+FAST_TESTS := tests/unit tests/behaviour
+fast: lint typecheck $(TEST_STAMP)
+	IRC_BEHAVIOUR_BACKENDS=local-sqlite $(PY) -m pytest $(FAST_TESTS) $(PYTEST_ARGS)
+
+## The documentation site (docs/, mkdocs.yml, Material theme): `make docs` serves it at http://127.0.0.1:8000 and
+## rebuilds on edits; `make docs-build` builds it into site/ with --strict (a broken link or page fails; CI runs it).
+docs: $(DEPS_STAMP)
+	$(PIP) install --quiet -e ".[docs]"
+	$(VENV)/bin/mkdocs serve -a 127.0.0.1:8000
+
+docs-build: $(DEPS_STAMP)
+	$(PIP) install --quiet -e ".[docs]"
+	$(PY) -m irc_proxy.settings_doc --check
+	$(VENV)/bin/mkdocs build --strict
+
 ## Run the side-by-side benchmarks: one table of ratios, benchmarks/results/latest.{json,png}.
 ## BENCH_ARGS="--quick" for a smoke run, BENCH_ARGS="--only local_load" for one benchmark.
 bench: $(TEST_STAMP) system-deps
@@ -63,4 +80,4 @@ typecheck: $(TEST_STAMP)
 check: lint typecheck test
 
 clean:
-	rm -rf $(VENV) .cache irc-proxy-data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache irc-proxy-data .pytest_cache .mypy_cache .ruff_cache site

@@ -1,9 +1,9 @@
 """Typed settings: a TOML file plus ``IRC_PROXY_*`` environment overrides.
 
-Every key is documented in README.md ("Configuration reference"). The environment maps onto the
-file's keys with ``__`` between levels, e.g. ``IRC_PROXY_SERVER__PORT=9000`` or
-``IRC_PROXY_CATALOGS__LOCAL__WAREHOUSE=file:///data/wh``. Unknown keys and bad values are
-rejected at start-up with a message that names the key.
+Every key is documented by its docstring, from which docs/configuration/reference.md is generated
+(``python -m irc_proxy.settings_doc``). The environment maps onto the file's keys with ``__`` between
+levels, e.g. ``IRC_PROXY_SERVER__PORT=9000`` or ``IRC_PROXY_CATALOGS__LOCAL__WAREHOUSE=file:///data/wh``.
+Unknown keys and bad values are rejected at start-up with a message that names the key.
 
 The overlay is one small function (``_set_path``: the environment written into the file's tree,
 then everything validated once) rather than pydantic-settings, whose environment source looks
@@ -65,35 +65,40 @@ class SecretUrl(Secret[str]):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A field's docstring is its description: docs/configuration/reference.md is generated from them
+    # (``python -m irc_proxy.settings_doc``).
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ScanPlanningSettings(_Strict):
     """Server-side scan planning (``[server.scan_planning]``); each catalog says whether clients use it."""
 
     sync_budget_seconds: Annotated[float, Field(ge=0, le=600)] = 2.0
-    """How long planTableScan may read the manifest list before answering ``submitted`` (0: always asynchronous);
-    inline planning also stops at it, between chunks."""
+    """How long planTableScan may take to read the manifest list before answering `submitted` (0: every scan is planned
+    in the background); inline planning also stops at it, between chunks."""
     plan_ttl: timedelta = timedelta(hours=1)
-    """How long a plan id and its plan tasks stay valid (ISO-8601 duration)."""
+    """Lifetime of a plan id and its plan tasks (ISO-8601 duration); expired ones are 404."""
     files_per_task: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
-    """Files one plan task (one fetchScanTasks call) covers at most, counted from the manifest list."""
+    """Most files (counted from the manifest list) one plan task covers: the work of one fetchScanTasks."""
     tasks_per_response: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
-    """File scan tasks put inline in a planTableScan answer before the rest is handed out as plan tasks."""
+    """File scan tasks put inline in a planTableScan answer before the rest goes out as plan tasks."""
     manifest_cache_mb: Annotated[int, Field(ge=0, le=65_536)] = 256
-    """Decoded manifests kept in memory, shared by all catalogs (estimated bytes); 0 turns the cache off."""
+    """Decoded manifest lists and manifests kept per process (estimated bytes, all catalogs together); 0 turns it off.
+    """
     max_response_bytes: Annotated[int, Field(ge=64 << 10, le=1 << 30)] = 16 << 20
-    """JSON of file scan tasks in one planTableScan or fetchScanTasks answer; the rest goes out as plan tasks."""
+    """JSON of file scan tasks in one planTableScan or fetchScanTasks answer (one task at least); the rest goes out as
+    (resumable) plan tasks."""
     max_plan_cpu_seconds: Annotated[float, Field(gt=0, le=3600)] = 10.0
-    """CPU time one planning request may spend (manifests, filter evaluation); past it the answer is 400."""
+    """CPU time (the worker thread's own) one planning request may spend; past it 400 `BadRequestException` (a
+    background plan fails)."""
     max_plan_wall_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
-    """Wall-clock time one planning request may spend in its worker thread; past it the answer is 400."""
+    """Wall-clock time one planning request may spend in its worker thread; past it 400."""
     max_filter_literal_bytes: Annotated[int, Field(ge=16, le=1 << 24)] = 4096
     """One literal of a scan filter (UTF-8 bytes of a string, digits of a number); 400 beyond."""
     max_filter_in_values: Annotated[int, Field(ge=1, le=100_000)] = 1000
-    """Values of one ``in``/``not-in`` list of a scan filter; 400 beyond."""
+    """Values of one `in` / `not-in` list of a scan filter; 400 beyond."""
     max_filter_bytes: Annotated[int, Field(ge=1024, le=1 << 24)] = 256 << 10
-    """All strings and numbers of one scan filter together; 400 beyond."""
+    """All strings and numbers (keys included) of one scan filter together; 400 beyond."""
 
     @field_validator("plan_ttl")
     @classmethod
@@ -110,52 +115,89 @@ class ServerSettings(_Strict):
     """The HTTP server."""
 
     host: str = "127.0.0.1"
+    """Listen address."""
     port: Annotated[int, Field(ge=0, le=65535)] = 8181
+    """Listen port."""
     workers: Annotated[int, Field(ge=1, le=256)] = 1
+    """Hypercorn worker processes sharing the listening socket; each has its own caches and pools (see "Performance").
+    """
     blocking_threads: Annotated[int, Field(ge=1, le=1024)] = 32
+    """Bound on concurrent blocking calls (SQL, boto3, metadata file I/O) per process; Glue catalogs also have
+    `max_concurrency`."""
     metadata_cache_mb: Annotated[int, Field(ge=0, le=65_536)] = 64
+    """Byte budget of the metadata cache (parsed metadata + serialised JSON, keyed by metadata location), shared by all
+    catalogs of a process; `0` turns it off."""
     metadata_recheck_seconds: Annotated[float, Field(ge=0, le=86_400)] = 10.0
+    """A cached metadata file on an object store is re-checked for existence (one HEAD) at most this often; local files
+    are checked on every load; `0` = every load."""
     namespace_separator: str = ":"
+    """Joins namespace levels in backend names and is accepted in URL paths: one character, not `.`, `/`, `%`, white
+    space or a control character."""
     default_page_size: Annotated[int, Field(ge=1, le=100_000)] = 1000
+    """Page size when a client sends `pageToken` without `pageSize`."""
     max_page_size: Annotated[int, Field(ge=1, le=100_000)] = 10_000
+    """Cap on `pageSize` (one listing page)."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    """Log level."""
     log_format: Literal["text", "json"] = "text"
+    """`text` or `json` (one JSON object per line); every line carries the request id (see "Operations")."""
     max_body_bytes: Annotated[int, Field(ge=1024)] = 16 * 1024 * 1024
+    """Request bodies over this are 413 `RequestEntityTooLargeException` (a declared `Content-Length` before anything is
+    read; a chunked body as soon as it passes the limit)."""
     read_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    """A connection that sends nothing for this long is closed (slow clients)."""
     keep_alive_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    """Idle keep-alive connections are closed after this."""
     graceful_timeout_seconds: Annotated[float, Field(ge=0, le=3600)] = 30.0
+    """On SIGTERM/SIGINT, how long shutdown waits for in-flight requests."""
     readiness_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 2.0
+    """Timeout of each dependency probed by `/readyz`."""
     max_metadata_bytes: Annotated[int, Field(ge=1024, le=1 << 34)] = 64 * 1024 * 1024
-    """Largest metadata file the server reads on a client's behalf (register, load); larger is a 4xx."""
+    """Largest file read for a client: table/view metadata (register, load, commit) and manifest lists/manifests during
+    purge and scan planning; larger, or gzip inflating past it, is a 400 (default 64 MiB)."""
     storage_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 10.0
-    """How long one object-store read on a client's behalf may take before it is a 4xx/503."""
+    """Deadline of an object-store read for a client (each S3 request times out after half of it, one retry): an
+    unreachable store answers within about this time."""
     max_commit_updates: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
-    """Most updates in one commit request (all tables of a transaction together); more is 413."""
+    """Most updates in one commit (updateTable, a view commit, or all tables of a transaction together), and most
+    property keys its `set-properties`/`remove-properties` updates name together (one update of a million keys made a 14
+    MB metadata file every load parses again); more is 413."""
     max_commit_requirements: Annotated[int, Field(ge=1, le=1_000_000)] = 1_000
-    """Most requirements in one commit request (all tables of a transaction together); more is 413."""
+    """Most requirements in one commit, counted the same way; more is 413."""
     max_commit_metadata_adds: Annotated[int, Field(ge=1, le=1_000_000)] = 1_000
-    """Most updates that add schemas, specs, sort orders, snapshots, refs or statistics in one commit; more is 413."""
+    """Most updates that grow a metadata list (`add-schema`, `add-spec`, `add-sort-order`, `add-snapshot`,
+    `set-snapshot-ref`, `set-statistics`, `set-partition-statistics`, `add-view-version`, `add-encryption-key`) in one
+    commit; more is 413. pyiceberg applies them in time quadratic in their number (10,000 `add-spec`: ~12 s of a worker
+    thread; 1,000: ~0.1 s)."""
     max_json_depth: Annotated[int, Field(ge=8, le=1000)] = 100
-    """Deepest nesting of arrays and objects in a request body; deeper is 400."""
+    """Deepest nesting of arrays/objects in a request body; deeper is 400 (checked on the raw bytes before parsing)."""
     idempotency_key_lifetime: timedelta = timedelta(minutes=30)
-    """ISO-8601 duration (``PT30M``) advertised in ``/v1/config``; ``PT0S`` turns Idempotency-Key support off."""
+    """ISO-8601 duration advertised in `/v1/config`: `Idempotency-Key` support and how long outcomes are kept; `PT0S`
+    turns it off."""
     scan_planning: ScanPlanningSettings = ScanPlanningSettings()
     drop_retention: timedelta = timedelta(days=7)
-    """How long a dropped table stays restorable in the trash (ISO-8601 duration); ``PT0S`` drops at once."""
+    """How long a dropped table or view (local and Glue catalogs) stays in the trash, restorable; a purge asked for with
+    the drop waits for its end; `PT0S` drops and purges at once."""
     trash_expiry_interval_seconds: Annotated[float, Field(gt=0, le=86_400)] = 60.0
-    """How often each replica expunges expired trash entries (and runs their deferred purges)."""
+    """How often each replica expunges expired trash entries and runs their deferred purges (replicas share the work).
+    """
     ui: bool = True
-    """Serve the web console at ``/ui`` (same authentication and grants as the REST API)."""
+    """Serve the web console at `/ui` (same authentication and grants as the REST API); `false`: no `/ui` routes at all.
+    """
     ui_page_budget_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
-    """How long building one console page may take (off the event loop); longer is a 503 error page."""
+    """How long building one console page (its lists, charts, diff and template, in a worker thread) may take; past it
+    the page is a 503 error page (see "The web console")."""
     ui_audit_every_seconds: Annotated[float, Field(ge=0, le=86_400)] = 300.0
-    """One audit record per console read of one object by one principal per window (per replica); 0: every read."""
+    """Console reads: one audit record per (principal, page, catalog, object, status) per this many seconds in each
+    replica; `0` records every read (see "Audit")."""
     allowed_hosts: list[str] | None = None
-    """``Host`` names requests may carry (any port; ``*.example.com`` for subdomains, ``*`` for any): a guard
-    against DNS rebinding. Default (unset): ``server.host``, ``localhost``, ``127.0.0.1`` and ``::1``."""
+    """`Host` names requests may carry (any port; `*.example.com` for subdomains, `*` for any): a guard against DNS
+    rebinding. Unset: `server.host`, `localhost`, `127.0.0.1` and `::1` (see "Cross-site requests"). Comma-separated in
+    the environment."""
     allowed_origins: list[str] = []
-    """Browser origins (``https://app.example.com``) whose requests the REST and management APIs accept;
-    a request with any other ``Origin`` is 403. Default: none (the console is same-origin and uses ``/ui``)."""
+    """Browser origins (`https://app.example.com`) whose requests the REST and management APIs accept; a request with
+    any other `Origin` is 403. Default: none (the console is same-origin and uses `/ui`). Comma-separated in the
+    environment."""
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -198,8 +240,12 @@ class StateSettings(_Strict):
     """The proxy's own database (views, audit, shared state)."""
 
     database_url: SecretUrl = SecretUrl("")
-    """SQLAlchemy URL of the state database (may hold a password; masked wherever it is shown)."""
+    """The proxy's own database: views and their history, signing keys, audit records, principals/roles/grants,
+    idempotency records, storage roots, failed logins, scan plans, the trash. Empty: `sqlite:///<data_dir>/state.db`;
+    `postgresql+psycopg://user@host/db` for replicas. A secret: its password is masked in `check-config`, logs and
+    errors."""
     auto_upgrade: bool = False
+    """Upgrade an out-of-date schema at start instead of refusing to start."""
 
 
 def _comma_list(value: object) -> object:
@@ -219,21 +265,35 @@ class VendingSettings(_Strict):
     """
 
     role_arn: Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/.+$")]
+    """Required: the role STS `AssumeRole` is called on; AWS grants the intersection of its policy and the table-scoped
+    session policy."""
     external_id: SecretStr | None = None
+    """`sts:ExternalId` (masked, never logged)."""
     duration_seconds: Annotated[int, Field(ge=900, le=43_200)] = 3600
+    """Lifetime of vended credentials."""
     refresh_margin_seconds: Annotated[int, Field(ge=0, le=43_199)] = 600
     """Cached credentials are handed out only while they have at least this long left."""
     allowed_locations: CommaList = Field(default_factory=list)
-    """Storage prefixes tables may live under (empty: the catalog's warehouse)."""
+    """Older configs only: used as the catalog's `allowed_locations` when that is empty (comma-separated in the
+    environment)."""
     sts_region: str = ""
+    """Empty: the Glue catalog's region (local catalogs: the default chain's, else `us-east-1`)."""
     sts_endpoint_url: str = ""
+    """STS endpoint override (e.g. a VPC endpoint)."""
     sts_max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    """Attempts on throttling / 5xx, with doubling backoff and jitter, then 503."""
     sts_backoff_seconds: Annotated[float, Field(ge=0, le=30)] = 0.2
+    """First backoff between STS attempts."""
     session_tags: bool = True
+    """Tag sessions with catalog/namespace/table (the role's trust policy must allow `sts:TagSession`)."""
     s3_region: str = ""
+    """`client.region` handed out (empty: `sts_region`, else `us-east-1`)."""
     s3_endpoint_url: str = ""
+    """`s3.endpoint` handed out (S3-compatible stores, tests)."""
     s3_path_style_access: bool = False
+    """Hand out `s3.path-style-access=true`."""
     cache_entries: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    """Credential cache size (least recently used out first), per process."""
 
     @model_validator(mode="after")
     def _margin_below_duration(self) -> VendingSettings:
@@ -249,18 +309,27 @@ class LocalCatalogSettings(_Strict):
     """The embedded catalog: pyiceberg's SQL catalog tables plus a file or object-store warehouse."""
 
     kind: Literal["local"] = "local"
+    """Backend kind; may be left out for `local`, also in the environment (`IRC_PROXY_CATALOGS__MINE__WAREHOUSE=...`
+    alone defines a local catalog `mine`)."""
     warehouse: str = ""
+    """Root of new tables' and views' default locations (`<warehouse>/<level>/.../<name>`); empty:
+    `file://<data_dir>/warehouse/<name>`."""
     database_url: SecretUrl = SecretUrl("")
+    """The local backend's catalog database (pyiceberg SQL catalog tables, SQLite or PostgreSQL); empty:
+    `sqlite:///<data_dir>/catalog.db`. A secret: its password is masked."""
     description: str = ""
+    """Free text."""
     drop_retention: timedelta | None = None
     """Overrides ``server.drop_retention`` for this catalog (``PT0S``: drops are final at once)."""
     scan_planning: ScanPlanningMode = "offered"
-    """Server-side scan planning: ``off`` (not served), ``offered`` (served, clients choose), ``preferred``
-    (clients are told ``scan-planning-mode = server``)."""
+    """Server-side scan planning: `off` (routes 406, not advertised), `offered` (served and advertised; clients choose),
+    `preferred` (also `scan-planning-mode = server` in `/v1/config` defaults and every table's config)."""
     allowed_locations: CommaList = Field(default_factory=list)
-    """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
+    """URIs (with a scheme) under which tables, views and namespace locations may lie; everything else is refused before
+    any I/O (see "Security"); empty: the warehouse only. Comma-separated in the environment. An older config's
+    `vending.allowed_locations` is used when this is empty."""
     allow_overlapping_locations: bool = False
-    """Let a table or view location lie inside (or contain) another live one's in this catalog."""
+    """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
 
 
@@ -268,13 +337,21 @@ class AwsCredentialSettings(_Strict):
     """AWS credentials: static keys, else the default chain; with ``role_arn``, that role's (auto-refreshed)."""
 
     region: str = ""
+    """AWS region: required for a Glue catalog and for `sigv4`."""
     access_key_id: SecretStr | None = None
+    """Static AWS keys (secrets: masked in `check-config`, never logged); unset: the default credential chain."""
     secret_access_key: SecretStr | None = None
+    """Set together with `access_key_id`."""
     session_token: SecretStr | None = None
+    """With temporary static keys."""
     role_arn: str = ""
+    """Assume this role for all calls (refreshed automatically)."""
     role_external_id: SecretStr | None = None
+    """`sts:ExternalId` when assuming `role_arn` (masked)."""
     role_session_name: str = "irc-proxy"
+    """Session name when assuming `role_arn`."""
     sts_endpoint_url: str = ""
+    """STS endpoint override (e.g. a VPC endpoint)."""
 
     @model_validator(mode="after")
     def _keys_together(self) -> Self:
@@ -287,25 +364,45 @@ class GlueCatalogSettings(AwsCredentialSettings):
     """A catalog federated to the AWS Glue Data Catalog (databases = namespaces)."""
 
     kind: Literal["glue"]
+    """A catalog federated to AWS Glue."""
     warehouse: str = ""
+    """Required: default table/view locations (`s3://my-bucket/warehouse`); the bucket must exist (see "Glue catalogs").
+    """
     description: str = ""
+    """Free text."""
     drop_retention: timedelta | None = None
     """Overrides ``server.drop_retention`` for this catalog (``PT0S``: drops are final at once)."""
     scan_planning: ScanPlanningMode = "offered"
+    """Server-side scan planning: `off` (routes 406, not advertised), `offered` (served and advertised; clients choose),
+    `preferred` (also `scan-planning-mode = server` in `/v1/config` defaults and every table's config)."""
     catalog_id: str = ""
+    """Required: the Glue catalog (account) id; cross-account works."""
     endpoint_url: str = ""
+    """Glue endpoint override (VPC endpoint, test server)."""
     s3_endpoint_url: str = ""
+    """S3 endpoint override for metadata files (the proxy's own S3 client; clients need their own, see "Glue catalogs").
+    """
     s3_region: str = ""
+    """S3 region for metadata files; empty: `region`."""
     s3_path_style_access: bool = False
+    """Path-style S3 addressing for metadata files."""
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    """botocore retries (throttling, 5xx) before a 503 `ServiceUnavailableException`."""
     retry_mode: Literal["standard", "adaptive", "legacy"] = "standard"
+    """botocore retry mode."""
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 16
+    """Bound on concurrent Glue calls per catalog (and its connection pool)."""
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
+    """Read timeout of one Glue call; a timeout (or a lost connection) after a commit was sent is a 504
+    `CommitStateUnknownException`."""
     table_type_filter: CommaList = Field(default_factory=lambda: ["ICEBERG"])
+    """What `listTables` shows: `ICEBERG`, `HIVE`, `DELTA`, `HUDI` or `*` (comma-separated in the environment)."""
     allowed_locations: CommaList = Field(default_factory=list)
-    """Storage prefixes (URIs with a scheme) tables and views may live under; empty: the warehouse only."""
+    """URIs (with a scheme) under which tables, views and namespace locations may lie; everything else is refused before
+    any I/O (see "Security"); empty: the warehouse only. Comma-separated in the environment. An older config's
+    `vending.allowed_locations` is used when this is empty."""
     allow_overlapping_locations: bool = False
-    """Let a table or view location lie inside (or contain) another live one's in this catalog."""
+    """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
 
     @model_validator(mode="after")
@@ -322,18 +419,27 @@ class RestUpstreamAuthSettings(AwsCredentialSettings):
     """How the proxy authenticates to a remote REST catalog (``[catalogs.<name>.auth]``)."""
 
     mode: Literal["none", "token", "oauth2", "sigv4"] = "none"
+    """How the proxy authenticates to the upstream: `none`, `token` (needs `token`), `oauth2` (needs `client_id` and
+    `client_secret`) or `sigv4` (needs `region`)."""
     token: SecretStr | None = None
     """``token``: a static bearer token."""
     client_id: str = ""
+    """`oauth2`: the proxy's client id at the upstream."""
     client_secret: SecretStr | None = None
+    """`oauth2`: its secret (masked)."""
     scope: str = "catalog"
+    """`oauth2`: scope asked for."""
     token_endpoint: str = ""
     """``oauth2``: empty = the upstream's ``oauth2-server-uri``, else ``<uri>/v1/oauth/tokens``."""
     token_endpoint_auth_method: Literal["client_secret_post", "client_secret_basic"] = "client_secret_post"  # noqa: S105
+    """`oauth2`: `client_secret_post` or `client_secret_basic`."""
     refresh_margin_seconds: Annotated[float, Field(ge=0, le=3600)] = 60.0
+    """`oauth2`: a cached token is replaced this long before it expires."""
     signing_name: Literal["glue", "s3tables", "execute-api"] = "glue"
+    """`sigv4`: the service name signed for: `glue`, `s3tables` or `execute-api`."""
     forward_caller_token: bool = False
-    """Send the caller's own ``Authorization: Bearer`` header upstream instead of the proxy's credentials."""
+    """Send the caller's own `Authorization: Bearer` header upstream (when it sent one) instead of the proxy's
+    credentials; the upstream's 401 then reaches the caller unchanged."""
 
     @model_validator(mode="after")
     def _required(self) -> RestUpstreamAuthSettings:
@@ -350,22 +456,33 @@ class RestCatalogSettings(_Strict):
     """A catalog federated to a remote Iceberg REST catalog (Polaris, Lakekeeper, Glue, S3 Tables, ...)."""
 
     kind: Literal["rest"]
+    """A catalog federated to a remote Iceberg REST catalog."""
     uri: SecretUrl
     """``http(s)://`` base URI of the upstream; a ``user:password@`` in it is masked wherever it is shown."""
     warehouse: str = ""
     """Sent as ``/v1/config?warehouse=`` to the upstream (e.g. an account id for Glue, a bucket ARN for S3 Tables)."""
     description: str = ""
+    """Free text."""
     scan_planning: ScanPlanningMode = "offered"
     """Forwarded when the upstream plans; otherwise planned by the proxy over the upstream's metadata."""
     connect_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
+    """Connect timeout (then 503: nothing was sent)."""
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    """Per-request timeout; no answer to a commit within it is a 504 `CommitStateUnknownException`, to anything else a
+    503."""
     pool_size: Annotated[int, Field(ge=1, le=1024)] = 64
+    """Pooled keep-alive connections to the upstream."""
     keepalive_expiry_seconds: Annotated[float, Field(ge=0, le=3600)] = 4.0
+    """Idle time before a pooled connection is dropped."""
     http2: bool = True
+    """HTTP/2 over TLS."""
     verify_tls: bool = True
+    """Check the upstream's certificate."""
     ca_bundle: str = ""
+    """Extra CAs (a PEM file) to trust."""
     nested_namespaces: Literal["auto", "native", "mapped"] = "auto"
-    """``mapped``: nested levels are stored upstream as one name joined by the separator; ``auto``: mapped for SigV4."""
+    """`native`, `mapped` (nested levels are stored upstream as one name joined by the separator) or `auto` (mapped with
+    `sigv4`, else native)."""
     view_warehouse: str = ""
     """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
     auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
@@ -389,9 +506,14 @@ class AuthClient(_Strict):
     """A client of the ``oauth2`` mode's token endpoint; only a hash of its secret is configured."""
 
     id: Annotated[str, Field(min_length=1, max_length=255)]
+    """A client of `POST /v1/oauth/tokens` (`oauth2` mode)."""
     secret_hash: SecretStr
+    """Only the hash of the client's secret is configured, from `irc-proxy auth hash-secret` (masked in `check-config`).
+    """
     principal: str = ""
+    """The token's `sub` claim; empty: the id."""
     roles: list[str] = Field(default_factory=list)
+    """The token's `roles` claim."""
 
     @model_validator(mode="after")
     def _principal_defaults_to_id(self) -> AuthClient:
@@ -404,13 +526,21 @@ class OidcSettings(_Strict):
     """The ``oidc`` mode: bearer tokens from an external issuer, verified against its JWKS."""
 
     issuer: str = ""
+    """Expected `iss` (required for `oidc`); the JWKS is found via `<issuer>/.well-known/openid-configuration`."""
     audience: str = ""
+    """Expected `aud` (required for `oidc`)."""
     algorithms: list[VerifyAlgorithm] = Field(default_factory=lambda: list[VerifyAlgorithm](["RS256", "ES256"]))
+    """Accepted signature algorithms (`none` is never accepted)."""
     principal_claim: str = "sub"
+    """Claim naming the principal."""
     roles_claim: str = "roles"
+    """Claim naming the principal's roles or groups; dotted paths work (`realm_access.roles`); empty: no roles."""
     jwks_cache_seconds: Annotated[int, Field(ge=0, le=86_400)] = 3600
+    """JWKS cache lifetime."""
     jwks_min_refresh_seconds: Annotated[int, Field(ge=0, le=3600)] = 30
+    """Least time between JWKS fetches caused by tokens naming an unknown `kid`."""
     timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 10.0
+    """Timeout of discovery and JWKS requests."""
     console_client_id: str = ""
     """The console's client at the identity provider (authorization code + PKCE, redirect URI
     ``<scheme>://<host>/ui/oidc/callback``); empty: the console offers no sign-in."""
@@ -424,32 +554,41 @@ class AuthSettings(_Strict):
     """Who may call: ``none`` (everyone is ``anonymous``), ``oauth2`` (tokens issued here) or ``oidc``."""
 
     mode: Literal["none", "oauth2", "oidc"] = "none"
+    """`none` (everyone is `anonymous`), `oauth2` (tokens issued here) or `oidc` (external issuer)."""
     issuer: str = "irc-proxy"
+    """`oauth2`: `iss` of issued tokens."""
     audience: str = "irc-proxy"
+    """`oauth2`: `aud` of issued tokens."""
     token_lifetime_seconds: Annotated[int, Field(ge=60, le=86_400 * 7)] = 3600
+    """`oauth2`: lifetime (`expires_in`) of issued tokens."""
     signing_algorithm: SigningAlgorithm = "RS256"
+    """`oauth2`: `RS256` or `ES256`."""
     signing_key_file: str = ""
+    """`oauth2`: PEM private key; empty: one is generated once and kept in the state database (shared by replicas)."""
     clients: list[AuthClient] = Field(default_factory=list)
     oidc: OidcSettings = OidcSettings()
     authorization: Literal["grants", "none"] = "grants"
-    """``grants``: privileges come from roles and grants (admin API); ``none``: any authenticated caller may
-    use every catalog (the admin API stays admins-only)."""
+    """With `oauth2`/`oidc`: `grants` checks every call against roles and grants (see "Authorization"); `none` lets
+    every authenticated caller use every catalog (the admin API stays admins-only)."""
     admins: list[str] = Field(default_factory=list)
-    """Bootstrap administrators: principal names that hold every privilege and may use ``/management/v1``."""
+    """Bootstrap administrators: principal names holding every privilege and the admin API `/management/v1` (also:
+    holders of the role `admin`)."""
     grants_cache_seconds: Annotated[float, Field(ge=0, le=300)] = 2.0
-    """How long a replica may use a caller's grants before re-reading them (changes through this replica: at once)."""
+    """How long a replica reuses a caller's grants before re-reading them; changes made through a replica apply there at
+    once."""
     max_session_seconds: Annotated[int, Field(ge=1, le=86_400 * 90)] = 86_400
-    """Absolute lifetime of an ``oauth2`` session: token exchange never extends a token past this many seconds
-    after the client last proved its secret; then it must use its client credentials again."""
+    """`oauth2`: a session (from the last login with a secret) is not extended past this by token exchange; then the
+    client must use its client credentials again."""
     max_failed_logins_per_client: Annotated[int, Field(ge=1, le=100_000)] = 10
-    """Failed client-credentials logins of one client id within ``failed_login_window_seconds`` before 429."""
+    """`oauth2`: failed logins per client id within the window before 429 `slow_down` with `Retry-After`."""
     max_failed_logins_per_address: Annotated[int, Field(ge=1, le=100_000)] = 50
-    """Failed logins from one source address within ``failed_login_window_seconds`` before 429."""
+    """`oauth2`: failed logins per source address within the window before 429 (raise it behind a load balancer)."""
     failed_login_window_seconds: Annotated[float, Field(gt=0, le=86_400)] = 60.0
+    """The window both failed-login limits count over."""
     max_concurrent_hashes: Annotated[int, Field(ge=1, le=64)] = 2
-    """Client-secret checks (scrypt, ~16 MiB and ~50 ms each) running at once; more wait, then get a 503."""
+    """`oauth2`: client-secret checks (scrypt, ~16 MiB and ~50 ms each) running at once; more wait, then get a 503."""
     hash_wait_seconds: Annotated[float, Field(ge=0, le=60)] = 2.0
-    """How long a login waits for a free secret check before it is refused with 503 and ``Retry-After``."""
+    """How long a login waits for a free secret check before 503 `temporarily_unavailable` with `Retry-After`."""
 
     @model_validator(mode="after")
     def _required(self) -> AuthSettings:
@@ -465,24 +604,38 @@ class AuditWebhookSettings(_Strict):
     """The audit webhook sink: each record POSTed to ``url`` (empty = off)."""
 
     url: SecretUrl = SecretUrl("")
-    """Where records are POSTed (may carry a ``?token=``; masked wherever it is shown)."""
+    """Where records are POSTed; empty = off. A secret: credential-looking query parameters (`?token=`...) are masked
+    wherever it is shown."""
     cloudevents: bool = True
+    """Send CloudEvents 1.0 structured (`application/cloudevents+json`, type `io.irc-proxy.audit`); `false`: the plain
+    record."""
     headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """Extra request headers, e.g. `{ Authorization = "Bearer ..." }` (masked in `check-config`)."""
     timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 5.0
+    """Per-attempt timeout."""
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    """Attempts on transport errors, 429 and 5xx; the backoff doubles, capped at 30 s."""
     backoff_seconds: Annotated[float, Field(ge=0, le=60)] = 0.5
+    """First backoff between attempts."""
     queue_size: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    """Bound of the webhook's queue; beyond it records are dropped (and counted)."""
 
 
 class AuditSettings(_Strict):
     """The audit trail of catalog operations and its sinks."""
 
     enabled: bool = True
+    """Record catalog operations (see "Audit"); `false`: no records at all."""
     database: bool = True
+    """Sink: write records to the `audit_record` table of the state database."""
     log: bool = False
+    """Sink: also log each record as a JSON line (logger `irc_proxy.audit`)."""
     queue_size: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    """Records waiting for the database sink; beyond that they are dropped (and counted)."""
     batch_size: Annotated[int, Field(ge=1, le=10_000)] = 500
+    """Rows per database insert."""
     flush_timeout_seconds: Annotated[float, Field(ge=0, le=300)] = 5.0
+    """Time shutdown waits for queued records (the rest is dropped and counted)."""
     webhook: AuditWebhookSettings = AuditWebhookSettings()
 
 
@@ -490,7 +643,11 @@ class Settings(_Strict):
     """All settings of one proxy process."""
 
     data_dir: str = "./irc-proxy-data"
+    """Base directory for the defaults (the SQLite files `state.db` and `catalog.db`, the warehouse `warehouse/<name>`);
+    relative to the directory the proxy starts in."""
     default_catalog: str = ""
+    """Catalog used when no prefix or warehouse is given (un-prefixed routes, `/v1/config` without `?warehouse`); empty:
+    the first catalog."""
     server: ServerSettings = ServerSettings()
     state: StateSettings = StateSettings()
     auth: AuthSettings = AuthSettings()

@@ -1,37 +1,24 @@
-"""The README's curl session works as printed (against the test proxy instead of port 8181)."""
+"""The README's five-minute tour works as printed (against a fresh proxy instead of port 8181)."""
 
 from __future__ import annotations
 
-import json
-import re
-import shlex
-import subprocess
 from pathlib import Path
 
-from tests.support.server import ProxyProcess
+from tests.integration.test_docs_snippets import run_session
+from tests.support.doc_snippets import ROOT, session
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = ROOT / "README.md"
 
 
-def curl_commands() -> list[str]:
+def test_readme_curl_session_works_as_printed(tmp_path: Path) -> None:
+    answers = run_session(README, tmp_path)
+    assert len(answers) >= 5
+    assert {"namespace": ["demo", "sales"], "properties": {"owner": "data-team"}} in answers
+    assert answers[-1]["identifiers"] == [{"namespace": ["demo", "sales"], "name": "orders"}]
+
+
+def test_readme_stays_short_and_says_the_two_commands() -> None:
     text = README.read_text(encoding="utf-8")
-    block = text.split("<!-- curl-session -->", 1)[1].split("<!-- /curl-session -->", 1)[0]
-    body = re.search(r"```sh\n(.*?)```", block, re.S)
-    assert body is not None
-    return [c.strip() for c in body.group(1).replace("\\\n", " ").splitlines() if c.strip().startswith("curl")]
-
-
-def test_readme_curl_session_works_as_printed(proxy: ProxyProcess) -> None:
-    commands = curl_commands()
-    assert len(commands) >= 5
-    outputs = []
-    for command in commands:
-        args = shlex.split(command.replace("http://127.0.0.1:8181", proxy.url))
-        result = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
-        assert result.returncode == 0, (command, result.stderr)
-        body = json.loads(result.stdout)
-        assert "error" not in body, (command, body)
-        outputs.append(body)
-    assert ["demo", "sales"] in outputs[3]["namespaces"]
-    assert outputs[4]["properties"] == {"owner": "data-team"}
-    assert outputs[-1]["identifiers"] == [{"namespace": ["demo", "sales"], "name": "orders"}]
+    assert len(text.splitlines()) <= 150
+    assert "make serve" in text and "make test" in text
+    assert len(session(README)) >= 5
