@@ -64,7 +64,10 @@ class AuthzStore(TransactionalStore):
             session.flush()
             return _principal(session, name)
 
-        return await self._unique(create, f"Principal already exists: {name}")
+        try:  # a concurrent create of the name or delete of a role breaks a constraint: once more, the checks say which
+            return await self._unique(create, None)
+        except IntegrityError:  # raced twice
+            raise AlreadyExists(f"Principal already exists: {name}") from None
 
     async def set_secret(self, name: str, secret_hash: str) -> None:
         def update(session: Session) -> None:
