@@ -29,12 +29,11 @@ from irc_proxy.handling.locations import StorageLocations
 from irc_proxy.handling.storage_reads import (
     BoundedReader,
     FileTooLarge,
-    MemoryFileIO,
-    MemoryInputFile,
     NotARegularFile,
     ReadTimedOut,
     TableFiles,
 )
+from irc_proxy.memory_files import MemoryFileIO, MemoryInputFile
 
 log = logging.getLogger("irc_proxy.purge")
 _EXAMPLES = 3

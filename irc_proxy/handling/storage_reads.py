@@ -18,7 +18,6 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from io import BytesIO
 from threading import Lock
 from types import UnionType
 from typing import Any, Protocol, TypeVar, Union, get_args, get_origin
@@ -32,9 +31,6 @@ from pyiceberg.io import (
     S3_REQUEST_TIMEOUT,
     S3_RETRY_STRATEGY_IMPL,
     FileIO,
-    InputFile,
-    InputStream,
-    OutputFile,
 )
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table.metadata import TableMetadata
@@ -388,37 +384,3 @@ def describe_invalid(exc: ValidationError, known: frozenset[str], shown_errors: 
     unique = list(dict.fromkeys(problems))
     text = "; ".join(unique[:shown_errors])
     return text + (f"; and {len(unique) - shown_errors} more" if len(unique) > shown_errors else "")
-
-
-class MemoryInputFile(InputFile):
-    """Bytes already read (within the limits) as a pyiceberg InputFile, for its Avro readers."""
-
-    def __init__(self, location: str, data: bytes) -> None:
-        super().__init__(location)
-        self._data = data
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def exists(self) -> bool:
-        return True
-
-    def open(self, seekable: bool = True) -> InputStream:
-        return BytesIO(self._data)
-
-
-class MemoryFileIO(FileIO):
-    """A read-only FileIO over one file's bytes (``ManifestFile.fetch_manifest_entry`` asks a FileIO)."""
-
-    def __init__(self, file: MemoryInputFile) -> None:
-        super().__init__()
-        self._file = file
-
-    def new_input(self, location: str) -> InputFile:
-        return self._file
-
-    def new_output(self, location: str) -> OutputFile:
-        raise PermissionError(f"read-only: {location}")
-
-    def delete(self, location: str | InputFile | OutputFile) -> None:
-        raise PermissionError("read-only")

@@ -22,9 +22,9 @@ from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestE
 from irc_proxy.handling.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authenticator, TokenService
 from irc_proxy.handling.sessions import Revocations
 from irc_proxy.http import parsing
+from irc_proxy.http.console_cookie import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
 from irc_proxy.http.errors import NO_STORE, response_for
 from irc_proxy.http.responses import json_response
-from irc_proxy.ui.session import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
 
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"

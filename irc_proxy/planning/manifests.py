@@ -36,7 +36,7 @@ from pyiceberg.schema import Schema
 
 from irc_proxy import metrics
 from irc_proxy.errors import CatalogError, Forbidden, Unprocessable
-from irc_proxy.handling.storage_reads import MemoryInputFile
+from irc_proxy.memory_files import MemoryInputFile
 from irc_proxy.planning.content_files import v3_field
 
 DECODED_BYTES_PER_AVRO_BYTE = 13

@@ -39,11 +39,12 @@ from irc_proxy.errors import BadRequest, CatalogError, NotAuthenticated, NotFoun
 from irc_proxy.handling.paging import PageTokens
 from irc_proxy.handling.sessions import Revocations
 from irc_proxy.http import parsing
+from irc_proxy.http.console_cookie import cookie_name
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
 from irc_proxy.settings import AuthSettings, OidcSettings
 from irc_proxy.ui.pages import SECURITY_HEADERS, render
-from irc_proxy.ui.session import UI_PREFIX, cookie_name, safe_next, set_console_cookie, set_session
+from irc_proxy.ui.session import UI_PREFIX, safe_next, set_console_cookie, set_session
 
 log = logging.getLogger("irc_proxy.auth")
 

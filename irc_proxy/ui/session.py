@@ -2,8 +2,9 @@
 
 The session cookie holds the bearer token the sign-in was issued (``oauth2``: the client-credentials
 grant of ``/v1/oauth/tokens``; ``oidc``: the provider's access token), so every page is authenticated and
-authorized exactly like the REST API (``http.auth.Authentication`` reads it for ``/ui`` paths only: the
-REST API never takes it). It is HttpOnly, SameSite=Strict and lives no longer than the token; over
+authorized exactly like the REST API (``http.auth.Authentication`` reads it for ``/ui`` paths only, by the
+names in ``http.console_cookie``, so ``http`` never imports the console; the REST API never takes it). It
+is HttpOnly, SameSite=Strict and lives no longer than the token; over
 plain HTTP it is limited to ``/ui``; under TLS it is ``__Host-`` prefixed (Secure, ``Path=/``, no Domain),
 so no other site, not even a sibling subdomain, can set or replace it. Signing out revokes the token in
 the state database (``handling.sessions.Revocations``), so a copied token stops working too.
@@ -23,40 +24,20 @@ import hashlib
 import hmac
 import secrets
 
-from starlette.requests import Request, cookie_parser
+from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import Forbidden, NotAuthenticated
 from irc_proxy.handling.authn import Authenticator
 from irc_proxy.handling.sessions import Revocations
+from irc_proxy.http import console_cookie
+from irc_proxy.http.console_cookie import SESSION_COOKIE, cookie_name, session_cookie
 
-UI_PREFIX = "/ui"
-SESSION_COOKIE = "irc_ui_session"
+UI_PREFIX = console_cookie.UI_PREFIX
+"""Where the console lives (its pages take it from here)."""
+
 CSRF_COOKIE = "irc_ui_csrf"
-SECURE_PREFIX = "__Host-"
-OPEN_UI_PATHS = frozenset(
-    {f"{UI_PREFIX}/login", f"{UI_PREFIX}/static/console.css", f"{UI_PREFIX}/oidc/start", f"{UI_PREFIX}/oidc/callback"}
-)
-"""Pages anyone may fetch: the sign-in form, the OIDC sign-in's start and callback, and the stylesheet."""
 _PRE_SESSION_LENGTH = 43  # secrets.token_urlsafe(32)
-
-
-def cookie_from_headers(headers: list[tuple[bytes, bytes]], name: str) -> str | None:
-    """The value of cookie ``name`` in raw ASGI headers (the last ``Cookie`` header that has it)."""
-    found = None
-    for key, value in headers:
-        if key == b"cookie":
-            found = cookie_parser(value.decode("latin-1")).get(name, found)  # never raises on malformed input
-    return found
-
-
-def cookie_name(scheme: str, name: str) -> str:
-    """A console cookie's name: ``__Host-`` prefixed under TLS."""
-    return SECURE_PREFIX + name if scheme == "https" else name
-
-
-def session_cookie(scheme: str) -> str:
-    return cookie_name(scheme, SESSION_COOKIE)
 
 
 def set_console_cookie(

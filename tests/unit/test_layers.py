@@ -1,9 +1,14 @@
 """The layer order http (and ui, the console) -> handling -> backends -> stores holds: nothing imports upward or
-sideways, and handling imports no backend implementation (it uses their protocols, ``backends/base.py``)."""
+sideways, and handling imports no backend implementation (it uses their protocols, ``backends/base.py``).
+
+``planning`` (the scan planner) is a library under ``handling``: it imports no layer of the server. No two
+top-level parts of the package (its packages and its modules: ``http``, ``ui``, ``handling``, ``planning``,
+``backends``, ``stores``, ``settings``, ...) import each other, directly or round a longer loop."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping, Set
 from pathlib import Path
 
 import pytest
@@ -12,8 +17,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "irc_proxy"
 IMPLEMENTATIONS = ("irc_proxy.backends.rest", "irc_proxy.backends.local", "irc_proxy.backends.glue")
 """Backends the handling layer knows only by their protocols (``Backend``, ``Upstream``, ...)."""
 FORBIDDEN = {
-    "http": ("irc_proxy.backends", "irc_proxy.stores", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
+    "http": ("irc_proxy.ui", "irc_proxy.backends", "irc_proxy.stores", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
     "ui": ("irc_proxy.backends", "irc_proxy.stores", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
+    "planning": (
+        *("irc_proxy.http", "irc_proxy.ui", "irc_proxy.handling", "irc_proxy.backends", "irc_proxy.stores"),
+        *("starlette", "sqlalchemy", "sqlmodel", "boto3", "alembic"),
+    ),
     "handling": ("irc_proxy.http", "irc_proxy.ui", "starlette", "boto3", *IMPLEMENTATIONS),
     "backends": ("irc_proxy.http", "irc_proxy.handling", "starlette"),
     "stores": ("irc_proxy.http", "irc_proxy.handling", "irc_proxy.backends", "starlette"),
@@ -21,13 +30,91 @@ FORBIDDEN = {
 
 
 def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, anywhere in it (also inside functions, and ``from irc_proxy import x``
+    and ``import_module("irc_proxy.x")`` as ``irc_proxy.x``)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            if node.module == "irc_proxy":
+                names.update(f"irc_proxy.{alias.name}" for alias in node.names)
+        elif (
+            isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "import_module"
+        ):
+            names.update(
+                arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            )
     return names
+
+
+def part_of(path: Path) -> str:
+    """The top-level part of the package a file belongs to: its package (``http``) or its module (``settings``)."""
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+PARTS = {part_of(path) for path in PACKAGE.rglob("*.py")} - {"__init__"}
+
+
+def part_graph() -> dict[str, set[str]]:
+    """Which top-level parts each part imports (itself and the package's ``__init__`` left out)."""
+    graph: dict[str, set[str]] = {part: set() for part in PARTS}
+    for path in PACKAGE.rglob("*.py"):
+        source = part_of(path)
+        for name in imported_modules(path):
+            pieces = name.split(".")
+            if pieces[0] == "irc_proxy" and len(pieces) > 1 and pieces[1] in PARTS and pieces[1] != source:
+                graph[source].add(pieces[1])
+    return graph
+
+
+def cycles(graph: Mapping[str, Set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan's algorithm): each is a set of parts
+    that import each other, directly or round a loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_cycles_are_found() -> None:
+    """The cycle finder sees a direct loop, a longer one, and none in a layered graph."""
+    assert cycles({"http": {"ui"}, "ui": {"http", "handling"}, "handling": set()}) == [["http", "ui"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"http": {"handling", "stores"}, "handling": {"stores"}, "stores": set()}) == []
+
+
+def test_the_parts_of_the_package_form_no_cycle() -> None:
+    graph = part_graph()
+    assert {"http", "ui", "handling", "planning", "backends", "stores", "settings"} <= graph.keys()
+    assert "planning" in graph["handling"] and "http" in graph["ui"]  # the edges the layers are drawn by
+    loops = cycles(graph)
+    assert not loops, [
+        f"{' <-> '.join(loop)}: " + "; ".join(f"{a} imports {b}" for a in loop for b in sorted(graph[a] & set(loop)))
+        for loop in loops
+    ]
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))

@@ -10,7 +10,8 @@ from pyiceberg.view.metadata import ViewMetadata
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling.purge import redact
-from irc_proxy.handling.storage_reads import FileTooLarge, MemoryInputFile, gunzip, parse_metadata
+from irc_proxy.handling.storage_reads import FileTooLarge, gunzip, parse_metadata
+from irc_proxy.memory_files import MemoryInputFile
 
 SECRET = "do-not-leak"
 

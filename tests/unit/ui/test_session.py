@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from irc_proxy.ui.session import SESSION_COOKIE, cookie_from_headers, safe_next
+from irc_proxy.http.console_cookie import SESSION_COOKIE, cookie_from_headers
+from irc_proxy.ui.session import safe_next
 
 
 def test_the_session_cookie_is_read_from_raw_headers_and_garbage_is_no_session() -> None:
