@@ -293,10 +293,6 @@ def _may_cover(delete: DataFile, path: str) -> bool:
     return bool(evaluator.eval(delete))
 
 
-def _appended_by(entry: ManifestEntry, snapshots: set[int]) -> bool:
-    return entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id in snapshots
-
-
 def _descendant_ids(schema: Schema, field_id: int) -> list[int]:
     ids = [field_id]
     field_type = schema.find_type(field_id)
