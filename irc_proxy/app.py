@@ -90,7 +90,7 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
         sts = create_credential_source(catalog_settings, threads)
         # Local and Glue catalogs name their allowed locations; a REST catalog's views stay in its view warehouse.
         allowed = getattr(catalog_settings, "allowed_locations", None) or [backend.warehouse]
-        vending = Vending(name, sts.settings, allowed, sts) if sts is not None else None
+        vending = Vending(name, sts.settings, sts) if sts is not None else None
         separator = settings.server.namespace_separator
         catalogs[name] = Catalog.build(
             name,

@@ -167,15 +167,12 @@ class StorageAccess:
 
 
 class Vending:
-    """One catalog's delegation: allowed locations, scoped credentials and the client settings."""
+    """One catalog's delegation: scoped credentials and the client settings (the locations a client may name
+    are the catalog's ``allowed_locations``, checked by ``StorageLocations`` before anything is vended)."""
 
-    def __init__(
-        self, catalog: str, settings: VendingSettings, allowed_locations: Sequence[str], source: CredentialSource
-    ) -> None:
-        """``allowed_locations``: the catalog's (one setting for confinement and vending)."""
+    def __init__(self, catalog: str, settings: VendingSettings, source: CredentialSource) -> None:
         self.catalog = catalog
         self.settings = settings
-        self.allowed_locations = [loc.rstrip("/") for loc in allowed_locations]
         self._source = source
         self._partition = source.role_arn.split(":")[1]
         self.cache = CredentialCache(settings.refresh_margin_seconds, settings.cache_entries)

@@ -125,7 +125,7 @@ def test_session_name_and_tags_fit_sts_limits() -> None:
 
 def vending(**extra: object) -> Vending:
     settings = VendingSettings.model_validate({"role_arn": ROLE} | extra)
-    return Vending("lake", settings, settings.allowed_locations or ["s3://lake/wh"], Source())
+    return Vending("lake", settings, Source())
 
 
 def test_allowed_locations_are_the_catalogs_and_default_to_the_warehouse() -> None:
