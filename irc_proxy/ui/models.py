@@ -98,11 +98,6 @@ def iter_field_rows(schema: Schema, check: Callable[[], None] = lambda: None) ->
     return (field_row(*walked) for walked in walk_fields(schema, check))
 
 
-def field_rows(schema: Schema, check: Callable[[], None] = lambda: None) -> list[FieldRow]:
-    """Every field of ``schema`` depth first, nested ones with a dotted path."""
-    return list(iter_field_rows(schema, check))
-
-
 def schema_history(schemas: Sequence[Schema], check: Callable[[], None] = lambda: None) -> list[SchemaChange]:
     """Each schema against the one before it (by schema id); the first one lists every field as added."""
     ordered = sorted(schemas, key=lambda s: s.schema_id)

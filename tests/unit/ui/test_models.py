@@ -19,7 +19,7 @@ NESTED = Schema(
 
 
 def test_nested_fields_are_expanded_depth_first_with_dotted_paths() -> None:
-    rows = models.field_rows(NESTED)
+    rows = list(models.iter_field_rows(NESTED))
     assert [(r.field_id, r.path, r.type, r.depth) for r in rows] == [
         (1, "id", "long", 0),
         (2, "point", "struct", 0),
