@@ -34,7 +34,7 @@ T = TypeVar("T")
 
 _COMMON = argparse.ArgumentParser(add_help=False)
 _COMMON.add_argument("--config", metavar="FILE", help="TOML configuration file")
-_COMMON.add_argument("--json", action="store_true", help="print JSON")
+_COMMON.add_argument("--json", action="store_true", help="print JSON (always: the management API's bodies)")
 
 
 def add_commands(commands: Any) -> None:
