@@ -5,11 +5,16 @@ the embedded local catalog on SQLite (the session's default proxy), the same on 
 catalog on moto's server, or a remote REST catalog (a second proxy, with OAuth2 and grants) that
 the proxy forwards to. A test marked ``needs("…")`` runs only on the backends that have those
 capabilities, ``lacks("…")`` only on those without them; no test is listed by name.
+
+``IRC_BEHAVIOUR_BACKENDS`` (comma-separated backend names, default: all) narrows a run to some backends: the
+tests of the others are deselected (CI's fast lane runs ``local-sqlite`` only, its second lane the rest).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,6 +32,19 @@ CAPABILITIES: dict[str, frozenset[str]] = {
 }
 """What each backend can do, as the suite's markers name it."""
 MARKS = {"local-postgres": [pytest.mark.postgres]}
+HERE = Path(__file__).parent
+SELECTED = "IRC_BEHAVIOUR_BACKENDS"
+"""The environment variable that narrows a run to some backends (comma-separated names; unset or empty: all)."""
+
+
+def selected_backends() -> frozenset[str]:
+    """The backends this run's behaviour tests use; a name the suite does not know is an error, not a silent
+    empty run."""
+    names = frozenset(name.strip() for name in os.environ.get(SELECTED, "").split(",") if name.strip())
+    unknown = names - CAPABILITIES.keys()
+    if unknown:
+        raise pytest.UsageError(f"{SELECTED} names unknown backends {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    return names or frozenset(CAPABILITIES)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -40,6 +58,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if needs <= capabilities and not lacks & capabilities
     ]
     metafunc.parametrize("served", backends, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the behaviour tests of backends ``IRC_BEHAVIOUR_BACKENDS`` leaves out (reported as deselected)."""
+    chosen = selected_backends()
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("served") if callspec is not None and item.path.is_relative_to(HERE) else None
+        (dropped if backend is not None and backend not in chosen else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

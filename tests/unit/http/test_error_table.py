@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 from pathlib import Path
 
 import pytest
 
+import irc_proxy
 from irc_proxy import errors
 from irc_proxy.http.errors import classify, type_for_status
 
@@ -50,6 +53,13 @@ def test_every_status_has_a_type(status: int) -> None:
 
 def _tree(cls: type[errors.CatalogError]) -> list[type[errors.CatalogError]]:
     return [cls, *(sub for child in cls.__subclasses__() for sub in _tree(child))]
+
+
+NOT_IMPORTED = ("irc_proxy.__main__", "irc_proxy.asgi", "irc_proxy.stores.migrations")
+"""Modules that do something when imported (run the CLI, build an app from the environment, run Alembic)."""
+for _module in pkgutil.walk_packages(irc_proxy.__path__, "irc_proxy."):
+    if not _module.name.startswith(NOT_IMPORTED):
+        importlib.import_module(_module.name)  # every error class exists, whichever tests run in this process
 
 
 ANSWERED_ELSEWHERE = {errors.TokenRequestError}
