@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="irc-proxy",
         description="Apache Iceberg REST catalog server and proxy. Configuration: a TOML file "
-        "(--config or $IRC_PROXY_CONFIG) plus IRC_PROXY_* environment overrides; see README.md.",
+        "(--config or $IRC_PROXY_CONFIG) plus IRC_PROXY_* environment overrides; see docs/configuration/reference.md.",
     )
     parser.add_argument("--version", action="version", version=f"irc-proxy {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
