@@ -1,1 +1,2 @@
-"""The proxy's own database (SQLModel): views and their history, later audit and shared state."""
+"""The proxy's own state database: every table declared in ``tables`` (SQLModel), one store module per concern,
+migrations in ``migrations`` (Alembic), the engine, start-up check and schema lock in ``db``."""

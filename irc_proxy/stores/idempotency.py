@@ -24,15 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from sqlalchemy import (
-    Column,
-    DateTime,
     Engine,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    Table,
-    Text,
     and_,
     delete,
     func,
@@ -46,21 +38,10 @@ from sqlalchemy.sql import ColumnElement, Executable
 from irc_proxy.dberrors import database_errors
 from irc_proxy.stores.db import as_utc
 from irc_proxy.stores.holders import HolderLocks, holder_locks
+from irc_proxy.stores.tables import IdempotencyRecordRow, table_of
 from irc_proxy.threads import ThreadRunner
 
-RECORDS = Table(
-    "idempotency_record",
-    MetaData(),
-    Column("principal", String(255), primary_key=True),
-    Column("key", String(64), primary_key=True),
-    Column("fingerprint", String(64), nullable=False),
-    Column("owner", String(32), nullable=False),
-    Column("claimed_at", DateTime(timezone=True), nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
-    Column("status", Integer, nullable=True),
-    Column("headers", Text, nullable=True),
-    Column("body", LargeBinary, nullable=True),
-)
+RECORDS = table_of(IdempotencyRecordRow)
 PURGE_INTERVAL_SECONDS = 60.0
 SMALL_BODY = 64 << 10
 """Outcomes up to this size are always kept (their number is bounded by the request rate)."""

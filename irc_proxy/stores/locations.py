@@ -13,37 +13,13 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Index, Text, delete, or_, update
+from sqlalchemy import delete, or_, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
 from irc_proxy.stores.db import as_utc
-from irc_proxy.stores.tables import utcnow
+from irc_proxy.stores.tables import StorageIndexRow, StorageLocationRow
 from irc_proxy.stores.transactions import TransactionalStore
-
-
-class StorageLocationRow(SQLModel, table=True):
-    """One storage root (location or write path) of one live table or view."""
-
-    __tablename__ = "storage_location"
-    __table_args__ = (Index("ix_storage_location_catalog_location", "catalog", "location"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    catalog: str = Field(max_length=255)
-    kind: str = Field(max_length=8)
-    namespace: str = Field(sa_type=Text)
-    name: str = Field(max_length=255)
-    location: str = Field(sa_type=Text)
-    created_at: datetime = Field(default_factory=utcnow)
-
-
-class StorageIndexRow(SQLModel, table=True):
-    """A catalog whose pre-existing tables and views were recorded (the backfill ran to its end)."""
-
-    __tablename__ = "storage_location_index"
-
-    catalog: str = Field(max_length=255, primary_key=True)
-    indexed_at: datetime = Field(default_factory=utcnow)
 
 
 @dataclass(frozen=True)

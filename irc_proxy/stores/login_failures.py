@@ -9,23 +9,13 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import Engine, Float, Index, delete
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlalchemy import Engine, delete
+from sqlmodel import Session, col, select
 
+from irc_proxy.stores.tables import MAX_LOGIN_KEY as MAX_KEY
+from irc_proxy.stores.tables import LoginFailureRow
 from irc_proxy.stores.transactions import TransactionalStore
 from irc_proxy.threads import ThreadRunner
-
-MAX_KEY = 255
-
-
-class LoginFailureRow(SQLModel, table=True):
-    __tablename__ = "auth_login_failure"
-    __table_args__ = (Index("ix_auth_login_failure_key", "kind", "key", "at"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    kind: str = Field(max_length=8)
-    key: str = Field(max_length=MAX_KEY)
-    at: float = Field(sa_type=Float)
 
 
 def stored_key(key: str) -> str:

@@ -8,24 +8,15 @@ whichever replica adds a row after the last prune.
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, Float, Index, delete
+from sqlalchemy import Engine, delete
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Session, col, select
 
+from irc_proxy.stores.tables import RevokedRow
 from irc_proxy.stores.transactions import TransactionalStore
 from irc_proxy.threads import ThreadRunner
 
 PRUNE_SECONDS = 60.0
-
-
-class RevokedRow(SQLModel, table=True):
-    __tablename__ = "auth_revoked"
-    __table_args__ = (Index("ix_auth_revoked_kind_digest", "kind", "digest", unique=True),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    kind: str = Field(max_length=16)
-    digest: str = Field(max_length=64)
-    expires_at: float = Field(sa_type=Float)
 
 
 class RevocationStore(TransactionalStore):

@@ -15,30 +15,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Column, DateTime, Engine, MetaData, String, Table, Text, delete, insert, select, update
+from sqlalchemy import Engine, delete, insert, select, update
 
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import PayloadTooLarge
 from irc_proxy.stores.db import as_utc
+from irc_proxy.stores.tables import ScanPlanRow, table_of
 from irc_proxy.threads import ThreadRunner
 
-PLANS = Table(
-    "scan_plan",
-    MetaData(),
-    Column("plan_id", String(64), primary_key=True),
-    Column("principal", String(255), nullable=False),
-    Column("catalog", String(255), nullable=False),
-    Column("namespace", Text, nullable=False),
-    Column("name", String(255), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("metadata_location", Text, nullable=False),
-    Column("request", Text, nullable=False),
-    Column("chunks", Text, nullable=True),
-    Column("error", Text, nullable=True),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
-)
+PLANS = table_of(ScanPlanRow)
 PURGE_INTERVAL_SECONDS = 60.0
 MAX_ROW_BYTES = 4 << 20
 """A plan's request and chunks together (a request is at most 1 MiB: ``planning.planner``)."""

@@ -1,15 +1,53 @@
-"""SQLModel tables of the proxy's state database. Changes here need an Alembic migration."""
+"""Every table of the proxy's state database, declared once (SQLModel on ``SQLModel.metadata``).
+
+This module is the schema's one source: Alembic's environment (``migrations/env.py``) compares these
+declarations with a database, and ``tests/unit/stores/test_schema.py`` fails when a freshly migrated
+database differs from them (tables, columns, types, nullability, indexes, keys). A change here needs an
+Alembic migration that makes the same change. Stores that speak SQLAlchemy Core use a model's table
+(``table_of``). A local catalog's tables (``iceberg_tables``, ``iceberg_namespace_properties``) are
+pyiceberg's, not ours: ``irc_proxy.backends.local`` creates them, and Alembic leaves them alone.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, Column, DateTime, ForeignKey, Integer, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+MAX_LOGIN_KEY = 255
+"""The length of ``auth_login_failure.key`` (a longer key is stored as its digest)."""
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """A model's table, for stores that build SQLAlchemy Core statements."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+def _moment(**kwargs: Any) -> Any:
+    """A ``timestamp with time zone`` column read and written as it comes (the stores that use SQLAlchemy Core
+    add the zone on reading: ``db.as_utc``). A plain ``datetime`` field is the same column in the database, but
+    SQLModel's ``UTCDateTime`` refuses naive values and adds UTC on reading."""
+    return Field(sa_type=DateTime(timezone=True), **kwargs)
 
 
 class ViewRow(SQLModel, table=True):
@@ -107,11 +145,15 @@ class AuditRecordRow(SQLModel, table=True):
     """One catalog operation: who, what, on which object, the decision and the outcome. Append-only."""
 
     __tablename__ = "audit_record"
+    __table_args__ = (
+        Index("ix_audit_record_principal", "principal", "time"),
+        Index("ix_audit_record_object", "catalog", "object"),
+    )
 
     id: int | None = Field(
         default=None, sa_column=Column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True)
     )
-    time: datetime = Field(sa_type=DateTime(timezone=True))
+    time: datetime = _moment(index=True)
     principal: str = Field(max_length=255)
     operation: str = Field(max_length=64)
     catalog: str | None = Field(default=None, max_length=255)
@@ -166,3 +208,115 @@ class GrantRow(SQLModel, table=True):
     name: str = Field(default="", max_length=255)
     privilege: str = Field(max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class IdempotencyRecordRow(SQLModel, table=True):
+    """An Idempotency-Key's claim or finished outcome (``irc_proxy.stores.idempotency``)."""
+
+    __tablename__ = "idempotency_record"
+
+    principal: str = Field(primary_key=True, max_length=255)
+    key: str = Field(primary_key=True, max_length=64)
+    fingerprint: str = Field(max_length=64)
+    owner: str = Field(max_length=32)
+    claimed_at: datetime = _moment()
+    expires_at: datetime = _moment(index=True)
+    status: int | None = None
+    headers: str | None = Field(default=None, sa_type=Text)
+    body: bytes | None = Field(default=None, sa_type=LargeBinary)
+
+
+class LoginFailureRow(SQLModel, table=True):
+    """One failed login at the token endpoint (``irc_proxy.stores.login_failures``)."""
+
+    __tablename__ = "auth_login_failure"
+    __table_args__ = (Index("ix_auth_login_failure_key", "kind", "key", "at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=8)
+    key: str = Field(max_length=MAX_LOGIN_KEY)
+    at: float = Field(sa_type=Float)
+
+
+class StorageLocationRow(SQLModel, table=True):
+    """One storage root (location or write path) of one live table or view (``irc_proxy.stores.locations``)."""
+
+    __tablename__ = "storage_location"
+    __table_args__ = (
+        Index("ix_storage_location_catalog_location", "catalog", "location"),
+        Index("ix_storage_location_owner", "catalog", "kind", "namespace", "name"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    catalog: str = Field(max_length=255)
+    kind: str = Field(max_length=8)
+    namespace: str = Field(sa_type=Text)
+    name: str = Field(max_length=255)
+    location: str = Field(sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class StorageIndexRow(SQLModel, table=True):
+    """A catalog whose pre-existing tables and views were recorded (the backfill ran to its end)."""
+
+    __tablename__ = "storage_location_index"
+
+    catalog: str = Field(max_length=255, primary_key=True)
+    indexed_at: datetime = Field(default_factory=utcnow)
+
+
+class ScanPlanRow(SQLModel, table=True):
+    """A server-side scan plan any replica can answer for (``irc_proxy.stores.scan_plans``)."""
+
+    __tablename__ = "scan_plan"
+
+    plan_id: str = Field(primary_key=True, max_length=64)
+    principal: str = Field(max_length=255)
+    catalog: str = Field(max_length=255)
+    namespace: str = Field(sa_type=Text)
+    name: str = Field(max_length=255)
+    status: str = Field(max_length=16)
+    metadata_location: str = Field(sa_type=Text)
+    request: str = Field(sa_type=Text)
+    chunks: str | None = Field(default=None, sa_type=Text)
+    error: str | None = Field(default=None, sa_type=Text)
+    created_at: datetime = _moment()
+    updated_at: datetime = _moment()
+    expires_at: datetime = _moment(index=True)
+
+
+class TrashEntryRow(SQLModel, table=True):
+    """A dropped table or view kept until its retention ends (``irc_proxy.stores.trash``)."""
+
+    __tablename__ = "trash_entry"
+    __table_args__ = (
+        Index("ix_trash_entry_catalog", "catalog", "dropped_at"),
+        Index("ix_trash_entry_location", "catalog", "metadata_location"),
+    )
+
+    entry_id: str = Field(primary_key=True, max_length=64)
+    catalog: str = Field(max_length=255)
+    kind: str = Field(max_length=8)
+    namespace: str = Field(sa_type=Text)
+    name: str = Field(max_length=255)
+    metadata_location: str = Field(sa_type=Text)
+    dropped_by: str = Field(max_length=255)
+    dropped_at: datetime = _moment()
+    purge_requested: bool
+    expires_at: datetime = _moment(index=True)
+    state: str = Field(max_length=16)
+    claimed_by: str | None = Field(default=None, max_length=64)
+    claimed_at: datetime | None = _moment(default=None)
+    backend_entry: str | None = Field(default=None, sa_type=Text)
+
+
+class RevokedRow(SQLModel, table=True):
+    """A revoked token's or used one-time value's digest (``irc_proxy.stores.revocations``)."""
+
+    __tablename__ = "auth_revoked"
+    __table_args__ = (Index("ix_auth_revoked_kind_digest", "kind", "digest", unique=True),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=16)
+    digest: str = Field(max_length=64)
+    expires_at: float = Field(sa_type=Float)

@@ -16,14 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
-    Boolean,
-    Column,
-    DateTime,
     Engine,
-    MetaData,
-    String,
-    Table,
-    Text,
     and_,
     delete,
     insert,
@@ -34,26 +27,10 @@ from sqlalchemy import (
 
 from irc_proxy.dberrors import database_errors
 from irc_proxy.stores.db import as_utc
+from irc_proxy.stores.tables import TrashEntryRow, table_of
 from irc_proxy.threads import ThreadRunner
 
-ENTRIES = Table(
-    "trash_entry",
-    MetaData(),
-    Column("entry_id", String(64), primary_key=True),
-    Column("catalog", String(255), nullable=False),
-    Column("kind", String(8), nullable=False),
-    Column("namespace", Text, nullable=False),
-    Column("name", String(255), nullable=False),
-    Column("metadata_location", Text, nullable=False),
-    Column("dropped_by", String(255), nullable=False),
-    Column("dropped_at", DateTime(timezone=True), nullable=False),
-    Column("purge_requested", Boolean, nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
-    Column("state", String(16), nullable=False),
-    Column("claimed_by", String(64), nullable=True),
-    Column("claimed_at", DateTime(timezone=True), nullable=True),
-    Column("backend_entry", Text, nullable=True),
-)
+ENTRIES = table_of(TrashEntryRow)
 
 
 @dataclass(frozen=True)
