@@ -18,7 +18,7 @@ def test_failed_requirements_are_409_with_java_messages(client: httpx.Client, ns
     create_namespace(client, ns_name)
     created = create_table(client, (ns_name,), "t")
     url = table_url((ns_name,), "t")
-    cases = [
+    cases: list[tuple[dict, str]] = [
         ({"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}, "UUID does not match"),
         ({"type": "assert-current-schema-id", "current-schema-id": 5}, "current schema changed: expected id 5 != 0"),
         ({"type": "assert-last-assigned-field-id", "last-assigned-field-id": 9}, "last assigned field id changed"),
@@ -142,7 +142,7 @@ def test_transaction_commits_all_or_nothing(client: httpx.Client, ns_name: str) 
 
 
 def test_transaction_without_identifier_is_400(client: httpx.Client) -> None:
-    body = {"table-changes": [{"requirements": [], "updates": []}]}
+    body: dict = {"table-changes": [{"requirements": [], "updates": []}]}
     assert_error(client.post("/v1/local/transactions/commit", json=body), 400, "BadRequestException")
 
 
@@ -157,6 +157,6 @@ def test_multi_table_transaction_is_refused_without_atomic_commits(client: httpx
         ]
     }
     assert_error(client.post("/v1/local/transactions/commit", json=body), 406, "UnsupportedOperationException")
-    single = {"table-changes": body["table-changes"][:1]}
+    single: dict = {"table-changes": body["table-changes"][:1]}
     single["table-changes"][0]["updates"] = [{"action": "set-properties", "updates": {"k": "v"}}]
     assert client.post("/v1/local/transactions/commit", json=single).status_code == 204

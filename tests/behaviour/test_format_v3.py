@@ -205,7 +205,7 @@ DEFAULTS = [
 
 def test_every_primitive_type_keeps_its_defaults_on_create_and_add_schema(client: httpx.Client, ns_name: str) -> None:
     create_namespace(client, ns_name)
-    columns = [
+    columns: list[dict[str, Any]] = [
         {"id": i + 2, "name": f"c{i}", "type": t, "required": False, "initial-default": v, "write-default": v}
         for i, (t, v) in enumerate(DEFAULTS)
     ]

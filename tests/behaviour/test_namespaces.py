@@ -110,7 +110,14 @@ def test_update_properties_of_missing_namespace_is_404(client: httpx.Client, ns_
 
 
 def test_bad_namespace_bodies_are_400(client: httpx.Client) -> None:
-    for body in ({"namespace": []}, {"namespace": [""]}, {"namespace": "flat"}, {"namespace": [1]}, {}):
+    bodies: list[dict[str, object]] = [
+        {"namespace": []},
+        {"namespace": [""]},
+        {"namespace": "flat"},
+        {"namespace": [1]},
+        {},
+    ]
+    for body in bodies:
         assert_error(client.post("/v1/local/namespaces", json=body), 400, "BadRequestException")
     response = client.post("/v1/local/namespaces", json={"namespace": ["x"], "properties": {"k": 1}})
     assert_error(response, 400, "BadRequestException")

@@ -353,7 +353,9 @@ def test_spark_drops_a_glue_table_and_a_view_and_reads_both_again_after_a_restor
     expected = srows(spark, f"SELECT * FROM {table} ORDER BY id")
     history = srows(spark, f"SELECT snapshot_id, parent_id FROM {table}.history ORDER BY made_current_at")
     entry = glue_table(glue, ns_name, "orders")  # what people set on the Glue table beside Iceberg's metadata
-    table_input = {key: entry[key] for key in ("Name", "TableType", "StorageDescriptor") if key in entry}
+    table_input: dict[str, Any] = {
+        key: entry[key] for key in ("Name", "TableType", "StorageDescriptor") if key in entry
+    }
     table_input |= {"Description": "orders", "Owner": "sales-team", "Parameters": entry["Parameters"] | {"tier": "1"}}
     glue.update_table(DatabaseName=ns_name, TableInput=table_input)
     view_before = httpx.get(f"{glue_proxy.url}/v1/{FILE_CATALOG}/namespaces/{ns_name}/views/eu_orders").json()

@@ -26,6 +26,7 @@ Differences from the Java suite:
 
 from __future__ import annotations
 
+import builtins
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -159,7 +160,7 @@ class Java:
         version_id: int,
         schema_id: int,
         namespace: Any,
-        representations: list[Any],
+        representations: builtins.list[Any],
         default_catalog: str | None = None,
     ) -> Any:
         """ImmutableViewVersion.builder() with timestamp and summary taken from ``like``, as the RCK does."""
@@ -177,7 +178,7 @@ class Java:
             builder = builder.addRepresentations(representation)
         return builder.build()
 
-    def class_names(self, obj: Any) -> list[str]:
+    def class_names(self, obj: Any) -> builtins.list[str]:
         names = []
         cls = obj.getClass()
         while cls is not None:
@@ -185,11 +186,11 @@ class Java:
             cls = cls.getSuperclass()
         return names
 
-    def to_list(self, iterable: Any) -> list[Any]:
+    def to_list(self, iterable: Any) -> builtins.list[Any]:
         return list(self.Lists.newArrayList(iterable))
 
     # CatalogTests helpers --------------------------------------------------------------------
-    def file_locations(self, table: Any) -> list[str]:
+    def file_locations(self, table: Any) -> builtins.list[str]:
         tasks = table.newScan().planFiles()
         try:
             return [str(task.file().location()) for task in self.Lists.newArrayList(tasks)]
@@ -230,7 +231,7 @@ class Java:
             "Table should have correct number of previous metadata locations"
         )
 
-    def metadata_file_locations(self, table: Any) -> set[str]:
+    def metadata_file_locations(self, table: Any) -> builtins.set[str]:
         return {str(x) for x in self.ice.ReachableFileUtil.metadataFileLocations(table, False)}
 
     def format_version(self, table: Any) -> int:

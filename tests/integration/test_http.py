@@ -9,6 +9,7 @@ import time
 import httpx
 
 from tests.support.rest import assert_error
+from tests.support.server import ProxyProcess
 
 
 def test_config_names_prefix_and_exactly_the_served_endpoints(client: httpx.Client) -> None:
@@ -96,7 +97,7 @@ def _read_response(sock: socket.socket) -> bytes:
     return head
 
 
-def test_keep_alive_survives_an_answer_given_before_the_body_arrived(proxy) -> None:  # type: ignore[no-untyped-def]
+def test_keep_alive_survives_an_answer_given_before_the_body_arrived(proxy: ProxyProcess) -> None:
     """A 404 sent before the request body was read must not cost the client its pooled connection."""
     host, port = proxy.url.removeprefix("http://").split(":")
     body = b'{"namespace": ["a"]}'

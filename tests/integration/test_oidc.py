@@ -40,7 +40,7 @@ def test_token_from_the_issuer_is_accepted(proxy_oidc: InProcessProxy, issuer: O
 
 
 def test_wrong_audience_issuer_expiry_or_key_is_401(proxy_oidc: InProcessProxy, issuer: OidcIssuer) -> None:
-    forged = RSAKey.generate_key(2048, parameters={"kid": issuer.key.kid})
+    forged = RSAKey.generate_key(2048, parameters={"kid": issuer.key.kid})  # type: ignore[arg-type]
     for token in (
         issuer.token(audience="other", email="a@x"),
         issuer.token(iss="http://evil.example", email="a@x"),

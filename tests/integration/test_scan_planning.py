@@ -120,7 +120,7 @@ class _ToApp(requests.adapters.BaseAdapter):
         super().__init__()
         self._client = proxy.client(timeout=60)
 
-    def send(self, request: requests.PreparedRequest, **_: Any) -> requests.Response:
+    def send(self, request: requests.PreparedRequest, **_: Any) -> requests.Response:  # type: ignore[override]
         body = request.body.encode() if isinstance(request.body, str) else request.body
         reply = self._client.request(request.method or "GET", request.url or "", headers=request.headers, content=body)
         response = requests.Response()
@@ -552,7 +552,8 @@ def test_plan_ids_and_plan_tasks_that_do_not_exist_are_404(root: httpx.Client, p
     ]
     for token in garbage:
         error(root.post(f"{url}/tasks", json={"plan-task": token}), 404, "NoSuchPlanTaskException")
-    for body in ({"plan-task": 5}, {"plan-task": None}, {"plan-task": [answer["plan-tasks"][0]]}, {}, []):
+    bodies: list[Any] = [{"plan-task": 5}, {"plan-task": None}, {"plan-task": [answer["plan-tasks"][0]]}, {}, []]
+    for body in bodies:
         error(root.post(f"{url}/tasks", json=body), 400, "BadRequestException")
     error(root.post(f"{url}/tasks", content=b"plan-task"), 400, "BadRequestException")
     # None of that touched the plan.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
@@ -28,7 +29,7 @@ def moto_server() -> Iterator[str]:
         server.stop()
 
 
-def client(service: str, endpoint: str):  # type: ignore[no-untyped-def]
+def client(service: str, endpoint: str) -> Any:  # boto3's clients are untyped here
     return boto3.client(
         service,
         endpoint_url=endpoint,

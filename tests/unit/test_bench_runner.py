@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def test_a_failing_benchmark_is_reported_as_error_row(monkeypatch: pytest.Monkey
     def broken(name: str) -> object:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(runner.importlib, "import_module", broken)
+    monkeypatch.setattr(importlib, "import_module", broken)
     rows, _ = runner.run_one("local_load", quick=True)
     assert rows[0]["passed"] is False and "boom" in str(rows[0]["error"])
     assert runner.result_word(rows[0]) == "ERROR"

@@ -79,7 +79,7 @@ def glue_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
 @pytest.fixture(params=["local", "glue"])
 def target(request: pytest.FixtureRequest) -> Target:
     """The served proxy, once with the local backend and once with Glue."""
-    return request.getfixturevalue(f"{request.param}_target")  # type: ignore[no-any-return]
+    return request.getfixturevalue(f"{request.param}_target")
 
 
 @pytest.fixture

@@ -112,9 +112,11 @@ def test_each_object_and_catalog_has_its_own_record(server: ProxyProcess) -> Non
     with browsing(server, *server.reader) as browser:  # type: ignore[attr-defined]
         marker = browser.get(f"{OTHER}/tables/secret", params={"marker": "1"})
     trail = records(server, marker, principal="root")
-    pages = {"ui.catalogs", "ui.namespace", "ui.table"}
+    operations = {"ui.catalogs", "ui.namespace", "ui.table"}
     seen = sorted(
-        (r["operation"], r["catalog"] or "", r["object"] or "", r["status"]) for r in trail if r["operation"] in pages
+        (r["operation"], r["catalog"] or "", r["object"] or "", r["status"])
+        for r in trail
+        if r["operation"] in operations
     )
     assert seen == [
         ("ui.catalogs", "", "", 200),  # the list of catalogs belongs to none of them

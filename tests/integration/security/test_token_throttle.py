@@ -79,7 +79,7 @@ def test_failed_logins_are_audited_with_client_address_and_reason(proxy: ProxyPr
             time.sleep(0.1)
             records = admin.get(f"{MGMT}/audit", params={"principal": client_id}).json()["records"]
         everything = admin.get(f"{MGMT}/audit", params={"limit": "10000"}).text
-    assert sorted(record["status"] for record in records) == [401] * PER_CLIENT + [429], records
+    assert sorted(record["status"] for record in records) == [401] * PER_CLIENT + [429], records  # type: ignore[type-var]
     for record in records:
         assert (record["operation"], record["decision"], record["object"]) == ("oauth.token", "denied", client_id)
         assert "127.0.0.7" in str(record["reason"])

@@ -8,7 +8,8 @@ from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, new_table
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
-from irc_proxy.handling.metadata import CachedMetadata, MetadataCache, local_path
+from irc_proxy.handling.metadata import CachedMetadata, MetadataCache
+from irc_proxy.handling.storage_reads import local_path
 
 
 def metadata(location: str = "file:///wh/t") -> TableMetadata:
@@ -18,7 +19,7 @@ def metadata(location: str = "file:///wh/t") -> TableMetadata:
 
 def test_entry_holds_the_metadata_and_its_json() -> None:
     entry = CachedMetadata.of(metadata())
-    assert TableMetadataUtil.parse_raw(entry.json) == entry.metadata
+    assert TableMetadataUtil.parse_raw(entry.json) == entry.metadata  # type: ignore[arg-type]  # bytes parse too
     assert entry.weight > len(entry.json)
 
 
@@ -59,7 +60,7 @@ def test_local_path_of_file_uris_and_paths_only() -> None:
 def test_storage_failures_are_classified_for_clients() -> None:
     """An outage is retryable (503), a refusal 403, a missing bucket 400; never a 400 for an outage."""
     from irc_proxy.errors import BadRequest, Forbidden, ServiceUnavailable
-    from irc_proxy.handling.metadata import storage_error
+    from irc_proxy.handling.storage_reads import storage_error
 
     outage = OSError("When reading information for key 'm.json' in bucket 'b': AWS Error NETWORK_CONNECTION")
     assert isinstance(storage_error("Cannot read", outage), ServiceUnavailable)

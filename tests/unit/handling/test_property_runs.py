@@ -69,7 +69,7 @@ def test_folded_runs_give_the_same_properties_in_the_same_order(
 
 def test_set_then_remove_still_records_a_change() -> None:
     base = _base({})
-    updates = [SetPropertiesUpdate(updates={"a": "1"}), RemovePropertiesUpdate(removals=["a"])]
+    updates: list[TableUpdate] = [SetPropertiesUpdate(updates={"a": "1"}), RemovePropertiesUpdate(removals=["a"])]
     applied = commits.apply_updates(base, updates, "file:///w/t/metadata/00000.json")
     assert applied.properties == {} and applied != base
 
