@@ -14,21 +14,12 @@ import httpx
 import pytest
 
 from irc_proxy.cli_trash import cli_principal
-from irc_proxy.handling.authn import hash_secret
+from tests.support.console import root_config
 from tests.support.rest import MGMT, assert_error, bearer_client, issue_token
 from tests.support.server import ProxyProcess, Serve
 
 ROOT_SECRET = "root-secret-for-management-tests"
-CONFIG = f'''
-[auth]
-mode = "oauth2"
-admins = ["root"]
-grants_cache_seconds = 0.5
-[[auth.clients]]
-id = "root"
-secret_hash = "{hash_secret(ROOT_SECRET)}"
-principal = "root"
-'''
+CONFIG = root_config(ROOT_SECRET)
 
 
 @pytest.fixture(scope="module")
