@@ -72,14 +72,7 @@ def window(entries: Iterable[T], total: int, query: Mapping[str, str], key: str,
     """The window of ``entries`` (``total`` of them) that ``?<key>=`` asks for; only that part is read."""
     offset = offset_of(query, key)
     items = list(itertools.islice(entries, offset, offset + size))
-    after = offset + len(items)
-    return Window(
-        items,
-        offset,
-        total,
-        _href(query, key, after) if after < total else None,
-        _href(query, key, 0) if offset else None,
-    )
+    return _framed(items, offset, total, query, key)
 
 
 def of_list(entries: Sequence[T], query: Mapping[str, str], key: str, size: int = SIZE) -> Window[T]:
@@ -94,6 +87,11 @@ def counted(entries: Iterable[T], query: Mapping[str, str], key: str, size: int 
     for total, entry in enumerate(entries, 1):
         if offset < total <= offset + size:
             items.append(entry)
+    return _framed(items, offset, total, query, key)
+
+
+def _framed(items: list[T], offset: int, total: int, query: Mapping[str, str], key: str) -> Window[T]:
+    """``items`` from ``offset`` of ``total``, with the links to the next window and back to the first."""
     after = offset + len(items)
     return Window(
         items,
