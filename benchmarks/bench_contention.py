@@ -10,7 +10,7 @@ with its own pyiceberg RestCatalog, each doing 25 appends of 10 rows to one tabl
   per commit are reported for information, with no goal.
 * **blind**: the same pyiceberg-written appends (data files, manifests, manifest list) sent with
   ``assert-table-uuid`` only. Each writer keeps its own, soon stale, table metadata; the server rebases
-  every stale append onto the branch head (handling/rebase.py). Goals: 0 lost commits, 409s seen by
+  every stale append onto the branch head (handling/tables/rebase.py). Goals: 0 lost commits, 409s seen by
   clients <= 0.05 per commit; commits/s is reported.
 
 409s are counted from the proxy's access log (every commit response). No warm-up (the tables are

@@ -20,7 +20,12 @@ from irc_proxy.backends.base import Capability
 from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling.authn import (
+from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.operations.backfill import Backfill
+from irc_proxy.handling.operations.scan_plans import PlanningLimits, ScanPlanning
+from irc_proxy.handling.operations.trash import Trash
+from irc_proxy.handling.paging import PageTokens, new_key
+from irc_proxy.handling.security.authn import (
     Authenticator,
     NoAuthentication,
     SigningKey,
@@ -29,18 +34,13 @@ from irc_proxy.handling.authn import (
     generate_signing_key,
     load_signing_key,
 )
-from irc_proxy.handling.authz import Authorizer
-from irc_proxy.handling.backfill import Backfill
-from irc_proxy.handling.catalog import Catalog, Catalogs
-from irc_proxy.handling.metadata import MetadataCache
-from irc_proxy.handling.oidc import OidcAuthenticator
-from irc_proxy.handling.paging import PageTokens, new_key
-from irc_proxy.handling.scan_plans import PlanningLimits, ScanPlanning
-from irc_proxy.handling.sessions import ClientDirectory, Revocations
-from irc_proxy.handling.storage_reads import ReadLimits
-from irc_proxy.handling.throttle import HashGate, LoginThrottle
-from irc_proxy.handling.trash import Trash
-from irc_proxy.handling.vending import Vending
+from irc_proxy.handling.security.authz import Authorizer
+from irc_proxy.handling.security.oidc import OidcAuthenticator
+from irc_proxy.handling.security.sessions import ClientDirectory, Revocations
+from irc_proxy.handling.security.throttle import HashGate, LoginThrottle
+from irc_proxy.handling.storage.storage_reads import ReadLimits
+from irc_proxy.handling.tables.metadata import MetadataCache
+from irc_proxy.handling.vending.vending import Vending
 from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
 from irc_proxy.http.cross_site import CrossSiteGuard, default_hosts

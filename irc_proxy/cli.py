@@ -116,7 +116,7 @@ def hash_client_secret(generate: bool) -> int:
     import getpass
     import secrets
 
-    from irc_proxy.handling.authn import hash_secret
+    from irc_proxy.handling.security.authn import hash_secret
 
     if generate:
         secret = secrets.token_urlsafe(32)

@@ -1,7 +1,7 @@
 """``irc-proxy principals|roles|grants``: manage authorization directly in the state database.
 
 The same operations as the admin API (``/management/v1``), through the same handler
-(``handling.management``: validated alike, each one transaction), printing the API's JSON bodies, and
+(``handling.operations.management``: validated alike, each one transaction), printing the API's JSON bodies, and
 audited as the API audits them (``management.<operation>`` on its path) by ``cli:<local user>``. For
 bootstrapping and scripts; running proxies see changes within ``auth.grants_cache_seconds``.
 """
@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 from irc_proxy.audit import Auditor, AuditRecord, now
 from irc_proxy.cli_trash import cli_principal
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling import management
-from irc_proxy.handling.authz import ANY_CATALOG, Privilege
-from irc_proxy.handling.management import GrantSpec, Management, audit_object
+from irc_proxy.handling.operations import management
+from irc_proxy.handling.operations.management import GrantSpec, Management, audit_object
+from irc_proxy.handling.security.authz import ANY_CATALOG, Privilege
 from irc_proxy.http.errors import classify
 from irc_proxy.settings import Settings
 from irc_proxy.stores.authz import AuthzStore

@@ -18,7 +18,7 @@ from typing import Any
 from irc_proxy.audit import Auditor
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.trash import Restore, TrashFilter, original
+from irc_proxy.handling.operations.trash import Restore, TrashFilter, original
 from irc_proxy.settings import Settings
 from irc_proxy.text import printable
 from irc_proxy.threads import ThreadRunner

@@ -1,4 +1,4 @@
-"""Bytes already read, as pyiceberg files: the bounded readers (``handling.storage_reads``) read a file once,
+"""Bytes already read, as pyiceberg files: the bounded readers (``handling.storage.storage_reads``) read a file once,
 within their limits, and pyiceberg's Avro readers (the planner's manifests, the purge's walk) parse it from
 memory. It sits below every layer so ``planning`` and ``handling`` share it without importing each other."""
 

@@ -8,20 +8,20 @@ from typing import Any
 
 from irc_proxy.backends.base import Backend, Capability, engine_views, forwarding
 from irc_proxy.errors import CatalogError, NoSuchWarehouse, Unsupported
-from irc_proxy.handling.context import RequestContext
-from irc_proxy.handling.forwarding import Forwarder, UpstreamCall, UpstreamReply
-from irc_proxy.handling.locations import StorageLocations
-from irc_proxy.handling.metadata import MetadataCache, MetadataFiles
+from irc_proxy.handling.federation.forwarding import Forwarder, UpstreamCall, UpstreamReply
+from irc_proxy.handling.federation.remote import ForwardedServing
+from irc_proxy.handling.federation.serving import Placement, ServedHere, Serving
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import NamespaceCodec
-from irc_proxy.handling.occupancy import Occupancy
-from irc_proxy.handling.remote import ForwardedServing
-from irc_proxy.handling.serving import Placement, ServedHere, Serving
-from irc_proxy.handling.storage import CatalogStorage, files_exist
-from irc_proxy.handling.storage_reads import ReadLimits
-from irc_proxy.handling.tables import Tables
-from irc_proxy.handling.vending import Vending
-from irc_proxy.handling.views import CatalogViewIndex, Views
+from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.storage.locations import StorageLocations
+from irc_proxy.handling.storage.occupancy import Occupancy
+from irc_proxy.handling.storage.storage import CatalogStorage, files_exist
+from irc_proxy.handling.storage.storage_reads import ReadLimits
+from irc_proxy.handling.tables.metadata import MetadataCache, MetadataFiles
+from irc_proxy.handling.tables.tables import Tables
+from irc_proxy.handling.vending.vending import Vending
+from irc_proxy.handling.views.views import CatalogViewIndex, Views
 from irc_proxy.handling.views_index import NoViews, ViewIndex
 from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.views import ViewStore

@@ -7,7 +7,7 @@ and control characters. ``("a:b",)`` is stored as ``a%3Ab``; ``("new.db",)`` as 
 
 Name lengths. A namespace's flat name is at most 255 UTF-8 bytes (Glue's limit for a database).
 A new namespace level, table or view name must also fit its default directory: ``path_part``
-(handling/storage.py) spells every character outside ``A-Z a-z 0-9 _ . = -`` as ``~xx`` per UTF-8
+(handling/storage/storage.py) spells every character outside ``A-Z a-z 0-9 _ . = -`` as ``~xx`` per UTF-8
 byte, and a taken default location gets a ``-xxxxxxxx`` suffix, so the spelt name may be at most
 ``MAX_DIRECTORY_NAME`` = 255 - 9 = 246 characters: a file name fits the 255 bytes every common file
 system allows, and no create is a 5xx from the file system. That is 246 plain ASCII characters, or

@@ -1,6 +1,6 @@
 """The HTTP side of authorization: a request's path (and parsed body) as the policy's ``Requested``.
 
-The rules are ``irc_proxy.handling.policy``, the checks ``irc_proxy.handling.access``; the facts a
+The rules are ``irc_proxy.handling.operations.policy``, the checks ``irc_proxy.handling.security.access``; the facts a
 rule reads in a body are the body model's own (``http.bodies``).
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from starlette.requests import Request
 
-from irc_proxy.handling import policy
-from irc_proxy.handling.access import Access
-from irc_proxy.handling.authz import Authorizer
+from irc_proxy.handling.operations import policy
+from irc_proxy.handling.security.access import Access
+from irc_proxy.handling.security.authz import Authorizer
 from irc_proxy.http import parsing
 from irc_proxy.http.bodies import _Body
 

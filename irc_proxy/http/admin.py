@@ -1,5 +1,5 @@
 """The management API under ``/management/v1``: principals, roles, grants and the audit trail (admins only),
-and the trash of dropped tables and views (held to the privileges of ``handling.trash_ops``).
+and the trash of dropped tables and views (held to the privileges of ``handling.operations.trash_ops``).
 
 Errors use the Iceberg error model, like the catalog API. Every change is audited and takes effect
 on this replica at once (others within ``auth.grants_cache_seconds``).
@@ -18,13 +18,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from irc_proxy.errors import BadRequest, MethodNotAllowed
-from irc_proxy.handling import management, trash_ops
-from irc_proxy.handling.access import Access
-from irc_proxy.handling.authn import TokenService
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.management import GrantSpec, Management
 from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.trash import Restore, Trash, TrashFilter
+from irc_proxy.handling.operations import management, trash_ops
+from irc_proxy.handling.operations.management import GrantSpec, Management
+from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
+from irc_proxy.handling.security.access import Access
+from irc_proxy.handling.security.authn import TokenService
 from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import _Body
 from irc_proxy.http.errors import response_for

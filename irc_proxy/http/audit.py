@@ -12,7 +12,7 @@ from urllib.parse import unquote_plus
 
 from irc_proxy.audit import Auditor, AuditRecord, now
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling.context import RequestContext
+from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.http.parsing import CONTEXT, decode_namespace
 
 

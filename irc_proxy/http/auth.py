@@ -1,10 +1,10 @@
 """Authentication over HTTP: the bearer-token middleware, ``POST /v1/oauth/tokens`` and the JWKS.
 
-The middleware asks the lifespan's ``authenticator`` (``irc_proxy.handling.authn``) who a token
+The middleware asks the lifespan's ``authenticator`` (``irc_proxy.handling.security.authn``) who a token
 names and puts the answer in ``scope["state"]`` (``principal``, ``roles``). Health, token and
 JWKS endpoints stay open. Tokens and secrets are never logged or echoed. Every token request is
 audited (``oauth.token``; refusals as denied, with the reason and source address) and its client id
-goes to the access log (``client=``); throttling itself lives in ``irc_proxy.handling.throttle``.
+goes to the access log (``client=``); throttling itself lives in ``irc_proxy.handling.security.throttle``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
-from irc_proxy.handling.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authenticator, TokenService
-from irc_proxy.handling.sessions import Revocations
+from irc_proxy.handling.security.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authenticator, TokenService
+from irc_proxy.handling.security.sessions import Revocations
 from irc_proxy.http import parsing
 from irc_proxy.http.console_cookie import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
 from irc_proxy.http.errors import NO_STORE, response_for

@@ -1,7 +1,8 @@
 """Request bodies of the REST spec as pydantic models (unknown fields are ignored, as the spec allows).
 
 A body its operation's authorization rule reads says what the rule reads in it (``facts``: fields of
-``irc_proxy.handling.policy.Requested``); the dispatcher parses it once, and the handler reads the same model.
+``irc_proxy.handling.operations.policy.Requested``); the dispatcher parses it once, and the handler reads the
+same model.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class TableIdentifier(_Body):
 
     @property
     def ident(self) -> TableIdent:
-        """As given (``handling.commit_bodies.body_ident`` validates it for the handler)."""
+        """As given (``handling.operations.commit_bodies.body_ident`` validates it for the handler)."""
         return TableIdent(tuple(self.namespace), self.name)
 
 

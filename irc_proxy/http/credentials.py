@@ -3,7 +3,7 @@ that only delegate: ``GET …/tables/{table}/credentials`` (loadCredentials), ``
 and the deprecated ``POST /v1/aws/s3/sign`` (which finds the table in the request's ``properties``, as
 the ``remote-signing-config`` handed out with the table tells the client to send).
 
-What a caller may be delegated, and what it gets, is ``irc_proxy.handling.delegation``.
+What a caller may be delegated, and what it gets, is ``irc_proxy.handling.operations.delegation``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling import delegation, signing
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.delegation import SIGNER_CATALOG, SIGNER_NAMESPACE, SIGNER_TABLE
 from irc_proxy.handling.naming import TableIdent, validate_namespace
+from irc_proxy.handling.operations import delegation
+from irc_proxy.handling.operations.delegation import SIGNER_CATALOG, SIGNER_NAMESPACE, SIGNER_TABLE
+from irc_proxy.handling.vending import signing
 from irc_proxy.http import access, parsing
 from irc_proxy.http.responses import json_response
 

@@ -3,7 +3,7 @@
 Everything before the handler (routing, audit, authentication, authorization) runs as for any
 catalog; operations the catalog places ``FORWARDED`` come here instead of to a handler. This module
 only turns the request into an ``UpstreamCall`` and the ``UpstreamReply`` into a response; what is
-sent and what comes back is decided in ``irc_proxy.handling.forwarding``. An upstream error body that
+sent and what comes back is decided in ``irc_proxy.handling.federation.forwarding``. An upstream error body that
 is not the spec's shape is wrapped into it (same status, the type from ``http.errors``' table).
 """
 
@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from irc_proxy.errors import CommitStateUnknown
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.forwarding import UpstreamCall, UpstreamReply
+from irc_proxy.handling.federation.forwarding import UpstreamCall, UpstreamReply
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
 

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from irc_proxy.errors import PayloadTooLarge
-from irc_proxy.handling.context import RequestContext
+from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.http.audit import submit_record
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.metrics import observe

@@ -1,11 +1,11 @@
-"""Namespace endpoints: the request's parts -> ``handling.namespace_ops`` -> the response."""
+"""Namespace endpoints: the request's parts -> ``handling.operations.namespace_ops`` -> the response."""
 
 from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from irc_proxy.handling import namespace_ops
+from irc_proxy.handling.operations import namespace_ops
 from irc_proxy.http import parsing
 from irc_proxy.http.bodies import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 from irc_proxy.http.responses import json_response, no_content

@@ -15,11 +15,11 @@ from starlette.requests import Request
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
-from irc_proxy.handling.commit_bodies import Offload
-from irc_proxy.handling.commit_limits import CommitLimits
-from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
+from irc_proxy.handling.operations.commit_bodies import Offload
 from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
+from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.tables.commit_limits import CommitLimits
 from irc_proxy.http import request_limits
 from irc_proxy.threads import ThreadRunner
 

@@ -1,4 +1,4 @@
-"""Scan planning endpoints: the request's parts -> ``handling.scan_plans`` -> the response."""
+"""Scan planning endpoints: the request's parts -> ``handling.operations.scan_plans`` -> the response."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling.scan_plans import ScanPlanning
+from irc_proxy.handling.operations.scan_plans import ScanPlanning
 from irc_proxy.http import access, credentials, parsing
 from irc_proxy.http.responses import json_response, no_content
 

@@ -4,8 +4,8 @@ A table answer (createTable, registerTable, updateTable, unregisterTable) carrie
 up to ``server.max_metadata_bytes``: kept whole for the key lifetime, ten keyed no-op commits of a 1 MB table
 kept 10 MB of one writer's answers. Kept instead: the answer without ``metadata`` (its ``metadata-location``
 names the immutable file the metadata came from), marked by a pseudo header that is never sent; a replay reads
-that file again (``handling.replays``) and splices it back. Never kept: ``storage-credentials`` and credential
-keys of ``config`` (vended secrets; a replay carries none: the client loads the table or calls
+that file again (``handling.operations.replays``) and splices it back. Never kept: ``storage-credentials`` and
+credential keys of ``config`` (vended secrets; a replay carries none: the client loads the table or calls
 loadCredentials for fresh ones). A staged create (no file yet) or a federated catalog's answer keeps its
 metadata, without the secrets.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from irc_proxy.handling.catalog import Catalogs
-from irc_proxy.handling.replays import metadata_json, rebuildable
+from irc_proxy.handling.operations.replays import metadata_json, rebuildable
 from irc_proxy.threads import ThreadRunner
 
 TABLE_ANSWERS = frozenset({"createTable", "registerTable", "updateTable", "unregisterTable"})
@@ -90,7 +90,7 @@ async def give(catalogs: Catalogs, catalog: str | None, headers: Headers, body: 
     """A stored answer as it is sent again (a reference rebuilt from its metadata file).
 
     Raises:
-        CatalogError: the metadata file cannot be read now, or is gone (``handling.replays``).
+        CatalogError: the metadata file cannot be read now, or is gone (``handling.operations.replays``).
     """
     if MARK in headers:
         head = json.loads(body)

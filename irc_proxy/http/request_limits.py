@@ -1,5 +1,5 @@
 """Bounds on request bodies beyond their size (``BodyLimit``): JSON nesting depth (entries per commit are
-counted in ``handling.commit_limits``).
+counted in ``handling.tables.commit_limits``).
 
 ``json.loads`` and pydantic recurse once per nesting level, so a body of ``[`` x 100000 is a
 RecursionError (a 500) and deep nesting costs stack in a worker thread. The depth is therefore

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.tables import LoadedTable
+from irc_proxy.handling.tables.tables import LoadedTable
 from irc_proxy.threads import ThreadRunner
 
 

@@ -2,7 +2,7 @@
 
 The same table drives routing (with and without ``{prefix}``) and the ``endpoints`` list that
 ``/v1/config`` advertises for each catalog, so what is advertised is exactly what is served. Each
-operation's authorization rule is found by its operationId in ``irc_proxy.handling.policy``.
+operation's authorization rule is found by its operationId in ``irc_proxy.handling.operations.policy``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import Unsupported
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.serving import Placement
+from irc_proxy.handling.federation.serving import Placement
 from irc_proxy.http import access, credentials, forward, namespaces, parsing, planning, tables, views
 from irc_proxy.http.bodies import (
     CommitTableRequest,
@@ -117,7 +117,7 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         placement = target.placement(operation.endpoint)
         if placement is None:
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
-        if access.authorizer(request).enabled:  # the rule of handling/policy.py for this operation
+        if access.authorizer(request).enabled:  # the rule of handling/operations/policy.py for this operation
             await access.authorize(request, operation.operation_id, operation.body)
         if placement is Placement.FORWARDED:
             return await forward.run(request, target, operation.endpoint)

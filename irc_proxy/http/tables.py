@@ -1,4 +1,5 @@
-"""Table endpoints: the request's parts -> ``handling.table_loads`` / ``handling.table_ops`` -> the response."""
+"""Table endpoints: the request's parts -> ``handling.operations.table_loads`` / ``handling.operations.table_ops``
+-> the response."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling import table_loads, table_ops
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.tables import TableCreate
+from irc_proxy.handling.operations import table_loads, table_ops
+from irc_proxy.handling.tables.tables import TableCreate
 from irc_proxy.http import access, credentials, parsing, responses
 from irc_proxy.http.bodies import (
     CommitTableRequest,

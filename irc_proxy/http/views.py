@@ -1,4 +1,4 @@
-"""View endpoints: the request's parts -> ``handling.view_ops`` -> the response."""
+"""View endpoints: the request's parts -> ``handling.operations.view_ops`` -> the response."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 from starlette.requests import Request
 from starlette.responses import Response
 
-from irc_proxy.handling import view_ops
-from irc_proxy.handling.views import LoadedView, ViewCreate
+from irc_proxy.handling.operations import view_ops
+from irc_proxy.handling.views.views import LoadedView, ViewCreate
 from irc_proxy.http import access, parsing
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.responses import identifier, json_response, no_content

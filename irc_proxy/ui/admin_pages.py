@@ -3,7 +3,7 @@ and their grants, and the audit trail.
 
 Adding or revoking a grant takes two CSRF-checked POSTs: the first shows what would change
 (``admin_confirm.html``), only the second (``confirm=yes``) changes it, then redirects back to the role
-(Post/Redirect/Get). Both go through ``handling.management``: grants are validated as the management API
+(Post/Redirect/Get). Both go through ``handling.operations.management``: grants are validated as the management API
 validates them, and a change clears this replica's grants cache as it does. Nothing secret is shown
 (credentials: yes or no).
 """
@@ -21,8 +21,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling.authz import ANY_CATALOG, Privilege, to_grant
-from irc_proxy.handling.management import GrantSpec
+from irc_proxy.handling.operations.management import GrantSpec
+from irc_proxy.handling.security.authz import ANY_CATALOG, Privilege, to_grant
 from irc_proxy.http import access, parsing
 from irc_proxy.http.admin import management_of
 from irc_proxy.numbers import is_number

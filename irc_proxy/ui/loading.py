@@ -13,12 +13,12 @@ from pyiceberg.view.metadata import ViewMetadata
 from starlette.requests import Request
 
 from irc_proxy.errors import BadRequest, NotFound, from_error_body
-from irc_proxy.handling import view_ops
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.forwarding import UpstreamCall
+from irc_proxy.handling.federation.forwarding import UpstreamCall
+from irc_proxy.handling.federation.serving import Placement
 from irc_proxy.handling.naming import Namespace, TableIdent
+from irc_proxy.handling.operations import view_ops
 from irc_proxy.handling.paging import Page
-from irc_proxy.handling.serving import Placement
 from irc_proxy.http import parsing
 from irc_proxy.http.routes import NS, TABLE, VIEW
 

@@ -37,7 +37,7 @@ from starlette.routing import BaseRoute, Route
 
 from irc_proxy.errors import BadRequest, CatalogError, NotAuthenticated, NotFound, ServiceUnavailable
 from irc_proxy.handling.paging import PageTokens
-from irc_proxy.handling.sessions import Revocations
+from irc_proxy.handling.security.sessions import Revocations
 from irc_proxy.http import parsing
 from irc_proxy.http.console_cookie import cookie_name
 from irc_proxy.http.errors import classify

@@ -18,9 +18,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden, TokenRequestError
-from irc_proxy.handling import namespace_ops, policy, table_ops, view_ops
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import Namespace, TableIdent
+from irc_proxy.handling.operations import namespace_ops, policy, table_ops, view_ops
 from irc_proxy.handling.paging import PageRequest
 from irc_proxy.http import access, parsing
 from irc_proxy.http.errors import classify

@@ -7,7 +7,7 @@ names in ``http.console_cookie``, so ``http`` never imports the console; the RES
 is HttpOnly, SameSite=Strict and lives no longer than the token; over
 plain HTTP it is limited to ``/ui``; under TLS it is ``__Host-`` prefixed (Secure, ``Path=/``, no Domain),
 so no other site, not even a sibling subdomain, can set or replace it. Signing out revokes the token in
-the state database (``handling.sessions.Revocations``), so a copied token stops working too.
+the state database (``handling.security.sessions.Revocations``), so a copied token stops working too.
 
 Forms that change anything carry a CSRF token: an HMAC, under a key every replica shares
 (``stores.ui_keys``), of the session token. Another site may toss a CSRF cookie of its choice (the old
@@ -28,8 +28,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import Forbidden, NotAuthenticated
-from irc_proxy.handling.authn import Authenticator
-from irc_proxy.handling.sessions import Revocations
+from irc_proxy.handling.security.authn import Authenticator
+from irc_proxy.handling.security.sessions import Revocations
 from irc_proxy.http import console_cookie
 from irc_proxy.http.console_cookie import SESSION_COOKIE, cookie_name, session_cookie
 

@@ -1,4 +1,4 @@
-"""The console's trash page: a catalog's dropped tables and views, and restoring one (``handling.trash_ops``
+"""The console's trash page: a catalog's dropped tables and views, and restoring one (``handling.operations.trash_ops``
 decides who may see and restore what, exactly as for ``/management/v1/catalogs/{catalog}/trash``)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling import trash_ops
 from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.trash import Restore, Trash, TrashFilter
+from irc_proxy.handling.operations import trash_ops
+from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
 from irc_proxy.http import access, parsing
 from irc_proxy.numbers import is_number
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, form_fields, ns_path, page, render

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.e2e.test_duckdb import offline_duckdb
 from tests.e2e.test_glue_clients import add_spark_catalog
 from tests.support.rest import issue_token

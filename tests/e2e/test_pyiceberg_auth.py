@@ -10,7 +10,7 @@ import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import OAuthError, UnauthorizedError
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.server import ProxyProcess
 
 SECRET = "pyiceberg-secret"

@@ -1,4 +1,4 @@
-"""Server-side rebase of blind appends (handling/rebase.py), with pyiceberg writing real data and manifests.
+"""Server-side rebase of blind appends (handling/tables/rebase.py), with pyiceberg writing real data and manifests.
 
 "Blind" writers send pyiceberg's own commits minus ``assert-ref-snapshot-id``, so only
 ``assert-table-uuid`` guards them: their appends built on a stale parent must be rebased onto the

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.server import ProxyProcess, Serve, free_port
 
 SECRET = "audit-secret"

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.server import ProxyProcess, Serve
 
 SECRET = "s3cret-for-spark"

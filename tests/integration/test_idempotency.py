@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from irc_proxy.http.idempotency import accepts_key
 from tests.support.postgres import scratch_database
 from tests.support.rest import assert_error, create_namespace, create_table, ns_path, snapshot, table_url

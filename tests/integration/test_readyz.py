@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.aws import glue_catalog_config, moto_server
 from tests.support.postgres import scratch_database
 from tests.support.rest import assert_error

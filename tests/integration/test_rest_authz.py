@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.federation import rest_catalog
 from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client
 from tests.support.server import ProxyProcess, Serve

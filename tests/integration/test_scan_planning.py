@@ -34,7 +34,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 from requests.structures import CaseInsensitiveDict
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.fake_sts import FakeSts
 from tests.support.in_process import InProcessProxy, ServeInProcess, in_process
 from tests.support.plan_checks import conforms

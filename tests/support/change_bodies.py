@@ -1,4 +1,4 @@
-"""Plain commit bodies with the shapes ``handling.commit_bodies`` reads (its protocols), for unit tests."""
+"""Plain commit bodies with the shapes ``handling.operations.commit_bodies`` reads (its protocols), for unit tests."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.in_process import InProcessProxy
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.rest import issue_token
 from tests.support.server import ProxyProcess
 

@@ -157,3 +157,22 @@ def test_no_layer_above_the_backends_asks_for_a_backends_type(layer: str) -> Non
     """Federation and the other optional abilities are capabilities (``Capability``), never types:
     no ``isinstance``/``issubclass`` against a backend's class or protocol, no runtime-checkable protocol."""
     assert not [found for path in sorted((PACKAGE / layer).rglob("*.py")) for found in _type_questions(path)]
+
+
+HANDLING = PACKAGE / "handling"
+
+
+def test_the_rooms_of_handling_form_no_cycle() -> None:
+    """``handling``'s subpackages (one per concern: ``operations``, ``security``, ``tables``, ...) import no sibling
+    that imports them back, directly or round a loop; its top-level modules (the catalog, naming, paging) are shared."""
+    rooms = {path.parent.name for path in HANDLING.glob("*/__init__.py")}
+    graph: dict[str, set[str]] = {room: set() for room in rooms}
+    for room in rooms:
+        for path in (HANDLING / room).rglob("*.py"):
+            for name in imported_modules(path):
+                pieces = name.split(".")
+                if pieces[:2] == ["irc_proxy", "handling"] and len(pieces) > 2 and pieces[2] in rooms - {room}:
+                    graph[room].add(pieces[2])
+    assert {"operations", "security", "tables", "views", "storage"} <= rooms
+    assert "security" in graph["operations"]  # the edges the rooms are drawn by
+    assert not cycles(graph)

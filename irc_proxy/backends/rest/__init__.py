@@ -3,7 +3,7 @@
 ``upstream`` is the pooled client (discovery, sending, transport errors); ``auth`` the upstream
 authentication strategies; ``backend`` the Backend protocol over the upstream for the parts the
 proxy serves itself (mapped namespaces, existence checks for proxy-held views). Table requests are
-forwarded unchanged by ``irc_proxy.handling.forwarding``
+forwarded unchanged by ``irc_proxy.handling.federation.forwarding``
 over the ``backends.base.Upstream`` protocol, which ``RestUpstream`` implements.
 """
 

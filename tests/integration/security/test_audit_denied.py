@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.aws import glue_catalog_config
 from tests.support.rest import MGMT, SCHEMA, assert_error, bearer_client, table_url
 from tests.support.server import ProxyProcess

@@ -22,7 +22,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from irc_proxy.text import UNSAFE
 from tests.support.server import ProxyProcess, Serve
 

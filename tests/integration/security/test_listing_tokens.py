@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.aws import glue_catalog_config
 from tests.support.federation import rest_catalog
 from tests.support.rest import assert_error, bearer_client, create_table, make_principal, ns_path

@@ -21,7 +21,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from irc_proxy.handling.authn import hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from tests.support.rest import MGMT, assert_error, create_namespace, create_table, issue_token, table_url
 from tests.support.server import ProxyProcess
 

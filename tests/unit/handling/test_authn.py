@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from irc_proxy.handling.authn import hash_secret, roles_from, verify_secret
+from irc_proxy.handling.security.authn import hash_secret, roles_from, verify_secret
 from irc_proxy.http.auth import bearer_token
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling.authz import Grant, Grants, Privilege, Securable, SecurableType, grant_target
+from irc_proxy.handling.security.authz import Grant, Grants, Privilege, Securable, SecurableType, grant_target
 
 P = Privilege
 

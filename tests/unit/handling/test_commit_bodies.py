@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from irc_proxy.errors import BadRequest, PayloadTooLarge
-from irc_proxy.handling.commit_bodies import body_ident, table_change, table_changes, view_change
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.operations.commit_bodies import body_ident, table_change, table_changes, view_change
 from tests.support.change_bodies import Change, Ident, Transaction
 
 SET = {"action": "set-properties", "updates": {"k": "v"}}

@@ -15,7 +15,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from irc_proxy.errors import CatalogError
-from irc_proxy.handling import commits
+from irc_proxy.handling.tables import commits
 from irc_proxy.http.errors import classify
 
 LOCATION = "file:///warehouse/db/t"

@@ -1,4 +1,4 @@
-"""Which storage access a caller may be delegated for a table (``handling/delegation.py``)."""
+"""Which storage access a caller may be delegated for a table (``handling/operations/delegation.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import cast
 import pytest
 
 from irc_proxy.errors import Forbidden
-from irc_proxy.handling import delegation
-from irc_proxy.handling.access import Access, Delegation
-from irc_proxy.handling.authz import Authorizer, Grant, Grants, Privilege, Securable, SecurableType
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.operations import delegation
+from irc_proxy.handling.security.access import Access, Delegation
+from irc_proxy.handling.security.authz import Authorizer, Grant, Grants, Privilege, Securable, SecurableType
+from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.threads import ThreadRunner
 

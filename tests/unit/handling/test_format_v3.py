@@ -17,8 +17,8 @@ import pytest
 from pyiceberg.table.metadata import TableMetadataUtil
 
 from irc_proxy.errors import BadRequest, CommitFailed
-from irc_proxy.handling import commits
-from irc_proxy.handling.format_v3 import ServedTableMetadata, TableMetadataV3, as_served
+from irc_proxy.handling.tables import commits
+from irc_proxy.handling.tables.format_v3 import ServedTableMetadata, TableMetadataV3, as_served
 
 DATA = Path(__file__).parent / "data" / "spark_v3"
 FILES = sorted(DATA.glob("*.metadata.json"))

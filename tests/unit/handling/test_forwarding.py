@@ -8,9 +8,9 @@ import json
 import httpx
 
 from irc_proxy.backends.rest.upstream import RestUpstream
-from irc_proxy.handling.context import RequestContext
-from irc_proxy.handling.forwarding import Forwarder, UpstreamCall, UpstreamReply
+from irc_proxy.handling.federation.forwarding import Forwarder, UpstreamCall, UpstreamReply
 from irc_proxy.handling.naming import NamespaceCodec
+from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.settings import RestCatalogSettings
 from irc_proxy.threads import ThreadRunner
 

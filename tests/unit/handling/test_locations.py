@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from irc_proxy.errors import BadRequest, Forbidden
-from irc_proxy.handling.locations import StorageLocations, is_under, normalize, table_paths
-from irc_proxy.handling.storage import path_name, path_part
+from irc_proxy.handling.storage.locations import StorageLocations, is_under, normalize, table_paths
+from irc_proxy.handling.storage.storage import path_name, path_part
 
 
 @pytest.mark.parametrize(

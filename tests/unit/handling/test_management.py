@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from irc_proxy.errors import AlreadyExists, BadRequest, NoSuchWarehouse, NotFound
-from irc_proxy.handling import management
-from irc_proxy.handling.authz import Authorizer, Caller, Privilege, Securable, SecurableType
-from irc_proxy.handling.management import GrantSpec, Management
+from irc_proxy.handling.operations import management
+from irc_proxy.handling.operations.management import GrantSpec, Management
+from irc_proxy.handling.security.authz import Authorizer, Caller, Privilege, Securable, SecurableType
 from irc_proxy.stores import db
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.threads import ThreadRunner

@@ -8,8 +8,8 @@ from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil, new_table
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
-from irc_proxy.handling.metadata import CachedMetadata, MetadataCache
-from irc_proxy.handling.storage_reads import local_path
+from irc_proxy.handling.storage.storage_reads import local_path
+from irc_proxy.handling.tables.metadata import CachedMetadata, MetadataCache
 
 
 def metadata(location: str = "file:///wh/t") -> TableMetadata:
@@ -60,7 +60,7 @@ def test_local_path_of_file_uris_and_paths_only() -> None:
 def test_storage_failures_are_classified_for_clients() -> None:
     """An outage is retryable (503), a refusal 403, a missing bucket 400; never a 400 for an outage."""
     from irc_proxy.errors import BadRequest, Forbidden, ServiceUnavailable
-    from irc_proxy.handling.storage_reads import storage_error
+    from irc_proxy.handling.storage.storage_reads import storage_error
 
     outage = OSError("When reading information for key 'm.json' in bucket 'b': AWS Error NETWORK_CONNECTION")
     assert isinstance(storage_error("Cannot read", outage), ServiceUnavailable)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling.naming import MAX_DIRECTORY_NAME, directory_name_length, validate_name, validate_new_namespace
-from irc_proxy.handling.storage import path_part
+from irc_proxy.handling.storage.storage import path_part
 
 
 @given(st.text(min_size=1, max_size=100))

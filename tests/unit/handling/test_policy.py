@@ -8,12 +8,12 @@ from typing import cast
 import pytest
 
 from irc_proxy.errors import Forbidden
-from irc_proxy.handling import policy
-from irc_proxy.handling.access import Access
-from irc_proxy.handling.authz import Authorizer, Grant, Grants, Privilege, Securable, SecurableType
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.operations import policy
+from irc_proxy.handling.security.access import Access
+from irc_proxy.handling.security.authz import Authorizer, Grant, Grants, Privilege, Securable, SecurableType
+from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.http.routes import OPERATIONS
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.threads import ThreadRunner

@@ -14,8 +14,8 @@ from pyiceberg.table.update import RemovePropertiesUpdate, SetLocationUpdate, Se
 from pyiceberg.types import LongType, NestedField
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling import commits
-from irc_proxy.handling.property_runs import coalesce_property_runs
+from irc_proxy.handling.tables import commits
+from irc_proxy.handling.tables.property_runs import coalesce_property_runs
 
 KEYS = ["a", "b", "c", "d"]
 

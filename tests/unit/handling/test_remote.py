@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from irc_proxy.backends.rest.upstream import LEGACY_ENDPOINTS, parse_config
-from irc_proxy.handling.forwarding import map_listing, map_request
+from irc_proxy.handling.federation.forwarding import map_listing, map_request
+from irc_proxy.handling.federation.remote import client_config, placement
+from irc_proxy.handling.federation.serving import Placement
 from irc_proxy.handling.naming import NamespaceCodec
-from irc_proxy.handling.remote import client_config, placement
-from irc_proxy.handling.serving import Placement
 
 TABLE = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 VIEW = "/v1/{prefix}/namespaces/{namespace}/views/{view}"

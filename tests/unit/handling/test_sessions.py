@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from irc_proxy.errors import NotAuthenticated
-from irc_proxy.handling.authn import hash_secret
-from irc_proxy.handling.sessions import Client, ClientDirectory, fingerprint
-from irc_proxy.handling.throttle import Busy, HashGate, LoginThrottle
+from irc_proxy.handling.security.authn import hash_secret
+from irc_proxy.handling.security.sessions import Client, ClientDirectory, fingerprint
+from irc_proxy.handling.security.throttle import Busy, HashGate, LoginThrottle
 from irc_proxy.stores.db import create_state_engine, ensure_schema
 from irc_proxy.stores.login_failures import LoginFailureStore
 from irc_proxy.threads import ThreadRunner

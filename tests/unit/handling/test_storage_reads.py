@@ -9,8 +9,8 @@ from pyiceberg.table.metadata import TableMetadataWrapper
 from pyiceberg.view.metadata import ViewMetadata
 
 from irc_proxy.errors import BadRequest
-from irc_proxy.handling.purge import redact
-from irc_proxy.handling.storage_reads import FileTooLarge, gunzip, parse_metadata
+from irc_proxy.handling.storage.purge import redact
+from irc_proxy.handling.storage.storage_reads import FileTooLarge, gunzip, parse_metadata
 from irc_proxy.memory_files import MemoryInputFile
 
 SECRET = "do-not-leak"

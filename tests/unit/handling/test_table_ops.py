@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
-from irc_proxy.handling import namespace_ops, table_ops
-from irc_proxy.handling.authz import Grant, Grants, Privilege, Securable, SecurableType
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.context import RequestContext
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.operations import namespace_ops, table_ops
 from irc_proxy.handling.paging import PageRequest
-from irc_proxy.handling.tables import TableCreate
+from irc_proxy.handling.security.authz import Grant, Grants, Privilege, Securable, SecurableType
+from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.tables.tables import TableCreate
 from irc_proxy.threads import ThreadRunner
 from tests.support.change_bodies import Change, Ident, Transaction
 from tests.support.memory_backend import MemoryBackend

@@ -13,11 +13,11 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from irc_proxy.errors import AlreadyExists, CommitFailed, NamespaceNotEmpty, NoSuchTable, Unsupported
-from irc_proxy.handling import commits
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.paging import PageRequest
-from irc_proxy.handling.tables import TableChange, TableCreate
+from irc_proxy.handling.tables import commits
+from irc_proxy.handling.tables.tables import TableChange, TableCreate
 from irc_proxy.threads import ThreadRunner
 from tests.support.memory_backend import MemoryBackend
 

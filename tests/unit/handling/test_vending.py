@@ -10,8 +10,8 @@ import pytest
 from irc_proxy.backends.sts import TemporaryCredentials
 from irc_proxy.errors import BadRequest, Forbidden
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.signing import S3Target, check_scope, parse_target
-from irc_proxy.handling.vending import (
+from irc_proxy.handling.vending.signing import S3Target, check_scope, parse_target
+from irc_proxy.handling.vending.vending import (
     CredentialCache,
     S3Prefix,
     Vending,

@@ -8,7 +8,7 @@ import pytest
 from pyiceberg.view.metadata import ViewMetadata
 
 from irc_proxy.errors import BadRequest, CommitFailed
-from irc_proxy.handling import view_commits as vc
+from irc_proxy.handling.views import view_commits as vc
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "x", "type": "int", "required": False}]}
 OTHER_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "y", "type": "long", "required": False}]}

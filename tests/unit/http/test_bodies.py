@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from irc_proxy.handling import policy
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.operations import policy
 from irc_proxy.http.bodies import CommitTableRequest, CommitTransactionRequest, RenameTableRequest
 
 

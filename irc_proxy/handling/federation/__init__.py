@@ -1,0 +1,1 @@
+"""Catalogs served for others or forwarded to an upstream: serving, forwarding and remote catalogs."""

@@ -1,0 +1,1 @@
+"""Credentials handed to clients: vended storage credentials and signed requests."""

@@ -1,0 +1,1 @@
+"""Views below the catalog: the view service and view commits."""
