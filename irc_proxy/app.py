@@ -43,6 +43,8 @@ from irc_proxy.handling.tables.metadata import MetadataCache
 from irc_proxy.handling.vending.vending import Vending
 from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
+from irc_proxy.http.app_state import KEY as APP_STATE_KEY
+from irc_proxy.http.app_state import AppState
 from irc_proxy.http.cross_site import CrossSiteGuard, default_hosts
 from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.idempotency import Idempotency
@@ -255,20 +257,38 @@ def create_app(settings: Settings) -> Starlette:
             trash.run_expiry({c.name: c for c in catalogs.all()}, settings.server.trash_expiry_interval_seconds)
         )
         try:
+            shared = AppState(
+                settings=settings,
+                catalogs=catalogs,
+                threads=threads,
+                authenticator=authenticator,
+                authorizer=authorizer,
+                token_service=token_service,
+                revocations=revocations,
+                auditor=auditor,
+                audit_reader=AuditReader(state, threads),
+                idempotency=idempotency,
+                page_tokens=PageTokens(shared_page_keys(state, new_key)),
+                csrf_keys=shared_csrf_keys(state) if settings.server.ui else [],
+                readiness=readiness_checks(threads, state, catalogs),
+                scan_planning=scan_planning,
+                trash=trash,
+            )
             yield {
+                APP_STATE_KEY: shared,
                 "catalogs": catalogs,
                 "threads": threads,  # the shared worker pool, for handlers that parse large bodies
                 "settings": settings,
                 "authenticator": authenticator,
                 "authorizer": authorizer,
-                "audit_reader": AuditReader(state, threads),
+                "audit_reader": shared.audit_reader,
                 "token_service": token_service,
                 "auditor": auditor,
                 "idempotency": idempotency,
-                "readiness": readiness_checks(threads, state, catalogs),
-                "page_tokens": PageTokens(shared_page_keys(state, new_key)),
+                "readiness": shared.readiness,
+                "page_tokens": shared.page_tokens,
                 "revocations": revocations,
-                "csrf_keys": shared_csrf_keys(state) if settings.server.ui else [],
+                "csrf_keys": shared.csrf_keys,
                 "scan_planning": scan_planning,
                 "trash": trash,
             }
