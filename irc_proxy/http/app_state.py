@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import HTTPConnection
 
@@ -24,15 +24,20 @@ if TYPE_CHECKING:
     from irc_proxy.handling.security.authn import Authenticator, TokenService
     from irc_proxy.handling.security.authz import Authorizer
     from irc_proxy.handling.security.sessions import Revocations
+    from irc_proxy.http.idempotency import OutcomeStore
     from irc_proxy.settings import Settings
-    from irc_proxy.stores.audit_query import AuditReader
-    from irc_proxy.stores.idempotency import IdempotencyStore
     from irc_proxy.threads import ThreadRunner
 
 KEY = "app"
 """The key of the :class:`AppState` in the lifespan state (and so in every request's ``scope["state"]``)."""
 
 ReadinessCheck = Callable[[], Awaitable[None]]
+
+
+class AuditQueries(Protocol):
+    """Reads the audit trail (``stores.audit_query.AuditReader``; http/ never imports a store)."""
+
+    async def query(self, **filters: Any) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,8 @@ class AppState:
     revocations: Revocations | None
     """Sign-outs and used OIDC flows shared by replicas; None with ``auth.mode = "none"``."""
     auditor: Auditor
-    audit_reader: AuditReader
-    idempotency: IdempotencyStore | None
+    audit_reader: AuditQueries
+    idempotency: OutcomeStore | None
     """Stored outcomes of keyed requests; None when ``server.idempotency_key_lifetime`` is unset."""
     page_tokens: PageTokens
     csrf_keys: list[bytes]
