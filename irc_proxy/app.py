@@ -46,7 +46,7 @@ from irc_proxy.http.admin import ADMIN_ROUTES
 from irc_proxy.http.app_state import KEY as APP_STATE_KEY
 from irc_proxy.http.app_state import AppState
 from irc_proxy.http.cross_site import CrossSiteGuard, default_hosts
-from irc_proxy.http.errors import EXCEPTION_HANDLERS
+from irc_proxy.http.errors import EXCEPTION_HANDLERS, no_route
 from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
 from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
@@ -336,5 +336,6 @@ def create_app(settings: Settings) -> Starlette:
         ],
         exception_handlers=EXCEPTION_HANDLERS,
     )
-    app.router = SegmentRouter(routes, lifespan=lifespan)  # Starlette's router, indexed by segment count
+    # Starlette's router, indexed by segment count; a path no route serves is a 404 with a hint (http/errors.py)
+    app.router = SegmentRouter(routes, lifespan=lifespan, default=no_route)
     return app

@@ -3,7 +3,8 @@
 Every key is documented by its docstring, from which docs/configuration/reference.md is generated
 (``python -m irc_proxy.settings_doc``). The environment maps onto the file's keys with ``__`` between
 levels, e.g. ``IRC_PROXY_SERVER__PORT=9000`` or ``IRC_PROXY_CATALOGS__LOCAL__WAREHOUSE=file:///data/wh``.
-Unknown keys and bad values are rejected at start-up with a message that names the key.
+Unknown keys and bad values are rejected at start-up with a message that names the key (and the
+environment variable that set it), an unknown key with the nearest known one (``settings_messages``).
 
 The overlay is one small function (``_set_path``: the environment written into the file's tree,
 then everything validated once) rather than pydantic-settings, whose environment source looks
@@ -36,6 +37,7 @@ from pydantic import (
 
 from irc_proxy.errors import StartupError
 from irc_proxy.masking import mask_url
+from irc_proxy.settings_messages import describe
 
 ENV_PREFIX = "IRC_PROXY_"
 ENV_CONFIG_FILE = "IRC_PROXY_CONFIG"
@@ -675,6 +677,10 @@ class Settings(_Strict):
                     f"catalogs.{name}: a catalog name must match {_CATALOG_NAME.pattern} "
                     f"and not be one of {sorted(RESERVED_CATALOG_NAMES)}"
                 )
+            # A storage root as written (before allowed_locations defaults to it); a REST `warehouse` is the upstream's.
+            key = "view_warehouse" if isinstance(catalog, RestCatalogSettings) else "warehouse"
+            if getattr(catalog, key):
+                _check_uri(f"catalogs.{name}.{key}", getattr(catalog, key))
             if isinstance(catalog, LocalCatalogSettings):
                 catalogs[name] = catalog.model_copy(
                     update={
@@ -690,12 +696,24 @@ class Settings(_Strict):
         for name, catalog in catalogs.items():
             if isinstance(catalog, LocalCatalogSettings | GlueCatalogSettings):
                 catalogs[name] = catalog.model_copy(update={"allowed_locations": _allowed_locations(name, catalog)})
+
         default = self.default_catalog or next(iter(catalogs))
         if default not in catalogs:
             raise ValueError(f"default_catalog: no catalog named {default!r} is configured")
         state = self.state.database_url or SecretUrl(f"sqlite:///{data / 'state.db'}")
         state_settings = self.state.model_copy(update={"database_url": state})
         return self.model_copy(update={"catalogs": catalogs, "default_catalog": default, "state": state_settings})
+
+
+def _check_uri(key: str, location: str) -> None:
+    """A storage root must be a URI with a scheme and a path; a bare directory is shown as its ``file://`` URI."""
+    if "://" in location and not location.endswith(":/") and not location.endswith("://"):
+        return
+    if location.startswith(("/", "~", ".")):
+        example = f"a directory is written {Path(location).expanduser().resolve().as_uri()}"
+    else:
+        example = "e.g. file:///srv/warehouse or s3://bucket/warehouse"
+    raise ValueError(f"{key}: not a URI with a scheme and a path: {location} ({example})")
 
 
 def _allowed_locations(name: str, catalog: LocalCatalogSettings | GlueCatalogSettings) -> list[str]:
@@ -724,13 +742,16 @@ def load_settings(path: str | Path | None = None, environ: Mapping[str, str] | N
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    from_env: dict[tuple[str, ...], str] = {}
     for key, value in environ.items():
         if key.startswith(ENV_PREFIX) and key != ENV_CONFIG_FILE:
-            _set_path(raw, key[len(ENV_PREFIX) :].lower().split("__"), value, key)
+            segments = key[len(ENV_PREFIX) :].lower().split("__")
+            _set_path(raw, segments, value, key)
+            from_env[tuple(segments)] = key
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc)) from None
+        raise ConfigError(describe(exc, Settings, from_env, ENV_PREFIX)) from None
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: str, env_key: str) -> None:
@@ -743,19 +764,3 @@ def _set_path(tree: dict[str, Any], path: list[str], value: str, env_key: str) -
             raise ConfigError(f"{env_key}: {part} is not a table")
         node = child
     node[path[-1]] = value
-
-
-def _describe(exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        loc = list(error["loc"])
-        if len(loc) > 2 and loc[0] == "catalogs" and loc[2] in ("local", "glue", "rest"):
-            del loc[2]  # the union's tag, not a key the user wrote
-        key = ".".join(str(part) for part in loc)
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown key"
-        elif error["type"] == "value_error":
-            message = message.removeprefix("Value error, ")
-        lines.append(f"{key}: {message}" if loc else message)  # model-level messages name their keys
-    return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from irc_proxy.backends.base import Backend, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, display, validate_new_namespace
 from irc_proxy.handling.paging import Fetch, Page, PageRequest, collect
 from irc_proxy.handling.views_index import ViewIndex
+from irc_proxy.text import UNSAFE
 
 Confine = Callable[[str, str], str]
 """(location, what) -> the location normalised; raises BadRequest or Forbidden."""
@@ -22,8 +24,31 @@ class PropertiesUpdate:
     missing: list[str]
 
 
-def no_such_namespace(namespace: Sequence[str]) -> NoSuchNamespace:
-    return NoSuchNamespace(f"Namespace does not exist: {display(namespace)}")
+def no_such_namespace(namespace: Sequence[str], separator: str = ":") -> NoSuchNamespace:
+    """``Namespace does not exist: team.sales``, and when a level holds a ``.``, how nested levels are written.
+
+    Names are printed with ``.`` between levels (as Iceberg Java does), so a client that writes
+    ``team.sales`` in a URL asked for one level named so; ``separator`` is the catalog's (``:`` by default).
+    """
+    message = f"Namespace does not exist: {display(namespace)}"
+    levels = [quote(part, safe="") for level in namespace for part in level.split(".")]
+    if len(levels) > len(namespace) and all(levels) and not UNSAFE.search(message) and len(message) <= 200:
+        written = "%1F".join(levels)
+        if not any(separator in level for level in levels):
+            written += f" or {separator.join(levels)}"
+        message += f" (a namespace of {len(levels)} levels is written {written} in a URL; `.` is part of a level name)"
+    return NoSuchNamespace(message)
+
+
+COUNT_CAP = 100
+"""A refused drop counts each kind of content up to this many (``more than 100 tables``), never a whole listing."""
+_CAPPED = PageRequest(limit=COUNT_CAP + 1)
+
+
+def _counted(count: int, kind: str) -> str:
+    if count > COUNT_CAP:
+        return f"more than {COUNT_CAP} {kind}s"
+    return f"{count} {kind}" + ("" if count == 1 else "s")
 
 
 class Namespaces:
@@ -42,7 +67,7 @@ class Namespaces:
         """The flat name of an existing namespace; raises NoSuchNamespace."""
         flat = self._codec.to_flat(namespace)
         if not await self._backend.namespace_exists(flat):
-            raise no_such_namespace(namespace)
+            raise no_such_namespace(namespace, self._codec.separator)
         return flat
 
     async def list(self, parent: Namespace, page: PageRequest) -> Page[Namespace]:
@@ -95,25 +120,55 @@ class Namespaces:
         try:
             return await self._backend.load_namespace(self._codec.to_flat(namespace))
         except NoSuchNamespace:
-            raise no_such_namespace(namespace) from None
+            raise no_such_namespace(namespace, self._codec.separator) from None
 
     async def exists(self, namespace: Namespace) -> None:
         """Raise NoSuchNamespace unless it exists."""
         await self.flat_existing(namespace)
 
     async def drop(self, namespace: Namespace) -> None:
-        """Drop an empty namespace; there is no cascade."""
+        """Drop an empty namespace; there is no cascade.
+
+        A namespace that is not empty is refused with what it holds (``contents``); the empty case
+        costs what it always did: one look-up each for children and views, then the backend's drop.
+        """
         flat = await self.flat_existing(namespace)
-        if await self._has_descendants(namespace):
-            raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains namespaces.")
-        if await self._views.namespace_has_views(flat):
-            raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains views.")
+        if not (await self._has_descendants(namespace) or await self._views.namespace_has_views(flat)):
+            try:
+                await self._backend.drop_namespace(flat)
+                return
+            except NamespaceNotEmpty:  # tables (or, in Glue, other objects): counted below
+                pass
+            except NoSuchNamespace:
+                raise no_such_namespace(namespace, self._codec.separator) from None
+        raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. {await self.contents(namespace)}")
+
+    async def contents(self, namespace: Namespace) -> str:
+        """``It contains 2 namespaces, 1 table and more than 100 views``: each kind counted up to ``COUNT_CAP``.
+
+        Namespaces are every one below it (any depth), tables those the catalog lists. When none is
+        found the backend still refused: it holds something the catalog does not list (a Glue table of
+        another format).
+        """
+        flat = self._codec.to_flat(namespace)
+
+        async def tables(token: str | None, limit: int) -> tuple[list[str], str | None]:
+            listing = await self._backend.list_tables(flat, token, limit)
+            return listing.names, listing.next_token
+
         try:
-            await self._backend.drop_namespace(flat)
-        except NamespaceNotEmpty:
-            raise NamespaceNotEmpty(f"Namespace {display(namespace)} is not empty. It contains tables.") from None
+            counts = {
+                "namespace": len((await collect(self._fetcher(self._codec.children_prefix(namespace)), _CAPPED)).items),
+                "table": len((await collect(tables, _CAPPED)).items),
+                "view": await self._views.count_views(flat, COUNT_CAP + 1),
+            }
         except NoSuchNamespace:
-            raise no_such_namespace(namespace) from None
+            raise no_such_namespace(namespace, self._codec.separator) from None
+        found = [_counted(count, kind) for kind, count in counts.items() if count]
+        if not found:
+            return "It contains objects this catalog does not list (such as tables of other formats)."
+        listed = found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
+        return f"It contains {listed}."
 
     async def update_properties(
         self, namespace: Namespace, removals: Sequence[str], updates: Mapping[str, str]
@@ -125,7 +180,7 @@ class Namespaces:
         try:
             before = await self._backend.update_namespace(self._codec.to_flat(namespace), removals, updates)
         except NoSuchNamespace:
-            raise no_such_namespace(namespace) from None
+            raise no_such_namespace(namespace, self._codec.separator) from None
         return PropertiesUpdate(
             updated=sorted(updates),
             removed=sorted(k for k in set(removals) if k in before),

@@ -1,4 +1,4 @@
-"""What tables and namespaces need to know about views: clashes and emptiness.
+"""What tables and namespaces need to know about views: clashes, emptiness and how many there are.
 
 Tables and views share one name space, and a namespace holding a view is not empty. The view
 store implements this protocol; ``NoViews`` stands in for a catalog that has none.
@@ -16,6 +16,9 @@ class ViewIndex(Protocol):
     async def namespace_has_views(self, namespace: str) -> bool:
         """Whether any view lives in the flat namespace."""
 
+    async def count_views(self, namespace: str, cap: int) -> int:
+        """How many views (stored and engine views) live in the flat namespace, counting no further than ``cap``."""
+
 
 class NoViews:
     """A catalog without views."""
@@ -25,3 +28,6 @@ class NoViews:
 
     async def namespace_has_views(self, namespace: str) -> bool:
         return False
+
+    async def count_views(self, namespace: str, cap: int) -> int:
+        return 0

@@ -13,10 +13,12 @@ import logging
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from irc_proxy import errors
 from irc_proxy.http.parsing import context
 from irc_proxy.http.responses import json_response
+from irc_proxy.text import printable
 
 log = logging.getLogger("irc_proxy.http")
 
@@ -81,6 +83,44 @@ async def unexpected_error(request: Request, exc: Exception) -> Response:
     request_id = request.scope.get("state", {}).get("request_id", "-")
     log.exception("unhandled error in %s %s (request %s)", request.method, request.url.path, request_id)
     return error_response(request, 500, "InternalServerError", f"Internal server error (request id {request_id})")
+
+
+SHOWN_PATH = 160
+"""The most of an unknown path a 404 echoes (escaped): enough to recognise it, never a whole long input."""
+_BASE = "/v1/{prefix}/namespaces/..."
+
+
+def unknown_path(method: str, path: str) -> str:
+    """The message of a 404 for a path no route serves: the path (bounded, escaped) and where the API is.
+
+    A wrong base URI is the common cause: a client's ``uri`` that ends in ``/v1`` (requests arrive as
+    ``/v1/v1/config``), that carries a reverse proxy's path (``/api/catalog/v1/config``) or a prefix
+    (``/v1/local/v1/config``). Those get the part to drop from the ``uri``; any other path the base.
+    """
+    shown = printable(path if len(path) <= SHOWN_PATH else path[:SHOWN_PATH] + "...")
+    message = f"No route for {printable(method[:16])} {shown}"
+    probe = path + "/"  # a path that ends in /v1 is a base too
+    base, found, rest = probe.partition("/v1/")
+    if found and base:  # /api/catalog/v1/... : a path in front of the API
+        extra = printable(base if len(base) <= 64 else base[:64] + "...")
+        return (
+            f"{message}: the catalog API is at /v1/config and {_BASE} on this server; the client's uri seems to "
+            f"include {extra}: set it to the server's base URL (scheme://host:port) without that path (or have the "
+            "reverse proxy strip it)"
+        )
+    before, twice, _ = rest.partition("/v1/")
+    if found and (rest.startswith("v1/") or (twice and "/" not in before)):  # /v1/v1/..., /v1/local/v1/...
+        extra = "/v1" if rest.startswith("v1/") else "/v1/" + printable(before[:64])
+        return (
+            f"{message}: the client's uri seems to end in {extra}: set it to the server's base URL "
+            f"(scheme://host:port) without {extra}; a catalog is picked by the client's `warehouse` (the prefix)"
+        )
+    return f"{message}: the catalog API is /v1/config and {_BASE} (GET /v1/config lists every endpoint)"
+
+
+async def no_route(scope: Scope, receive: Receive, send: Send) -> None:
+    """The router's default app: a path no route serves is the spec's 404 with a hint (``unknown_path``)."""
+    raise errors.NotFound(unknown_path(scope.get("method", "GET"), scope.get("path", "")))
 
 
 EXCEPTION_HANDLERS = {errors.CatalogError: catalog_error, HTTPException: http_error, Exception: unexpected_error}

@@ -12,10 +12,10 @@ from urllib.parse import unquote, unquote_plus
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from irc_proxy.errors import BadRequest
+from irc_proxy.errors import BadRequest, NoSuchWarehouse
 from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
-from irc_proxy.handling.naming import Namespace, TableIdent, validate_namespace
+from irc_proxy.handling.naming import Namespace, TableIdent, shown, validate_namespace
 from irc_proxy.handling.operations.commit_bodies import Offload
 from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
 from irc_proxy.handling.security.context import RequestContext
@@ -42,8 +42,24 @@ def catalog(request: Request) -> Catalog:
     found: Catalog | None = request.scope.get(_CATALOG)
     if found is None:
         prefix = request.path_params.get("prefix")
-        found = request.scope[_CATALOG] = catalogs(request).get(None if prefix is None else unquote_plus(prefix))
+        name = None if prefix is None else unquote_plus(prefix)
+        try:
+            found = request.scope[_CATALOG] = catalogs(request).get(name)
+        except NoSuchWarehouse:
+            raise no_such_warehouse(name or "") from None
     return found
+
+
+def no_such_warehouse(name: str) -> NoSuchWarehouse:
+    """An unknown ``{prefix}``, named bounded and escaped; ``v1`` is a client's uri that ends in ``/v1``."""
+    plain = name.isprintable() and len(name) <= 80  # as before; anything else quoted, escaped and cut
+    message = f"Warehouse does not exist: {name if plain else shown(name)}"
+    if name == "v1":
+        message += (
+            " (requests arrive as /v1/v1/...: the client's uri seems to end in /v1; set it to the server's base URL, "
+            "scheme://host:port, without /v1)"
+        )
+    return NoSuchWarehouse(message)
 
 
 _CATALOG = "irc_proxy.catalog"

@@ -56,7 +56,29 @@ def test_unknown_catalog_key_names_the_catalog(tmp_path: Path, name: str) -> Non
     config = tmp_path / "c.toml"
     config.write_text(f'[catalogs.{name}]\nkind = "local"\nwarehuose = "file:///x"\n')
     line = one_line_failure(run("check-config", "--config", str(config)), 2)
-    assert line.strip() == f"catalogs.{name}.warehuose: unknown key"
+    assert line.strip() == f"catalogs.{name}.warehuose: unknown key (did you mean warehouse?)"
+
+
+def test_check_config_names_an_environment_typo_and_its_right_spelling(tmp_path: Path) -> None:
+    line = one_line_failure(run("check-config", env={"IRC_PROXY_SERVR__PORT": "9000"}, cwd=tmp_path), 2)
+    assert line.strip() == (
+        "servr: unknown key in environment variable IRC_PROXY_SERVR__PORT (did you mean IRC_PROXY_SERVER__PORT?)"
+    )
+
+
+def test_check_config_suggests_the_nearest_file_key(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[server]\nprot = 9000\n")
+    line = one_line_failure(run("check-config", "--config", str(config)), 2)
+    assert line.strip() == "server.prot: unknown key (did you mean port?)"
+
+
+def test_check_config_reports_a_warehouse_without_a_scheme_as_the_warehouse(tmp_path: Path) -> None:
+    env = {"IRC_PROXY_DATA_DIR": str(tmp_path), "IRC_PROXY_CATALOGS__LOCAL__WAREHOUSE": "/srv/wh"}
+    line = one_line_failure(run("check-config", env=env), 2)
+    assert line.strip() == (
+        "catalogs.local.warehouse: not a URI with a scheme and a path: /srv/wh (a directory is written file:///srv/wh)"
+    )
 
 
 def test_value_errors_read_as_sentences(tmp_path: Path) -> None:

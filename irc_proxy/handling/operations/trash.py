@@ -42,6 +42,7 @@ from irc_proxy.audit import AuditRecord, now
 from irc_proxy.backends.base import Capability
 from irc_proxy.errors import AlreadyExists, CatalogError, NoSuchNamespace, NotFound
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.namespaces import no_such_namespace
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.storage.occupancy import TRASH, LocationOverlap, trash_owner
 from irc_proxy.handling.storage.storage import table_owner
@@ -264,7 +265,7 @@ class Trash:
                 await catalog.tables.storage.occupancy.inherit(holder, owner)
                 await self._claimed(catalog, await self.store.remove_location(catalog.name, entry.metadata_location))
         except NoSuchNamespace:
-            raise NoSuchNamespace(f"Namespace does not exist: {'.'.join(target.namespace)}") from None
+            raise no_such_namespace(target.namespace, catalog.codec.separator) from None
         await catalog.tables.storage.occupancy.forget(holder)
         metrics.TRASH_EVENTS.labels(event="restored").inc()
         return Restored(target, entry.kind, location)

@@ -276,7 +276,7 @@ class Tables:
             if not commits.is_create(change.requirements):
                 raise no_such_table(ident)
             if not await self._backend.namespace_exists(flat):
-                raise no_such_namespace(ident.namespace)
+                raise no_such_namespace(ident.namespace, self._codec.separator)
             if await self._views.view_exists(flat, ident.name):
                 raise AlreadyExists(f"View with same name already exists: {ident}")
         else:

@@ -23,7 +23,7 @@ from irc_proxy.backends.base import Backend, EngineView, EngineViewSource, engin
 from irc_proxy.errors import AlreadyExists, BadRequest, CommitFailed, Forbidden, NoSuchView
 from irc_proxy.handling.namespaces import Namespaces
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, TableIdent, validate_name
-from irc_proxy.handling.paging import Page, PageRequest, collect
+from irc_proxy.handling.paging import Fetch, Page, PageRequest, collect
 from irc_proxy.handling.storage.locations import METADATA_PATH, placement
 from irc_proxy.handling.storage.storage import view_owner
 from irc_proxy.handling.storage.storage_reads import parse_metadata
@@ -105,6 +105,23 @@ class CatalogViewIndex:
 
     async def namespace_has_views(self, namespace: str) -> bool:
         return await self._store.any_in_namespace(self._catalog, namespace)
+
+    async def count_views(self, namespace: str, cap: int) -> int:
+        names, _ = await self._store.list_names(self._catalog, namespace, None, cap)
+        if self._engines is not None and len(names) < cap:
+            engine_views = await collect(self._engine_fetch(namespace), PageRequest(limit=cap - len(names)))
+            return len(names) + len(engine_views.items)
+        return len(names)
+
+    def _engine_fetch(self, namespace: str) -> Fetch:
+        engines = self._engines
+        assert engines is not None
+
+        async def fetch(token: str | None, limit: int) -> tuple[list[str], str | None]:
+            listing = await engines.list_engine_views(namespace, token, limit)
+            return listing.names, listing.next_token
+
+        return fetch
 
 
 class Views:
