@@ -141,7 +141,6 @@ def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner
         filters=FilterLimits(
             planning.max_filter_literal_bytes, planning.max_filter_in_values, planning.max_filter_bytes
         ),
-        reads=ReadLimits(settings.server.max_metadata_bytes, settings.server.storage_timeout_seconds),
     )
     cache = ManifestCache(planning.manifest_cache_mb << 20)
     return ScanPlanning(ScanPlanStore(state, threads, planning.plan_ttl), cache, threads, limits)

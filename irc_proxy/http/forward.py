@@ -1,13 +1,16 @@
 """Pass-through of catalog requests to a remote REST catalog (``kind = "rest"``): the HTTP side.
 
 Everything before the handler (routing, audit, authentication, authorization) runs as for any
-catalog; operations the catalog places ``FORWARDED`` come here instead of to a handler. This module
-only turns the request into an ``UpstreamCall`` and the ``UpstreamReply`` into a response; what is
-sent and what comes back is decided in ``irc_proxy.handling.federation.forwarding``. An upstream error body that
+catalog; then the catalog is asked for its remote catalog's answer (``Catalog.pass_through``: None when
+it answers the operation itself, and the handler runs). This module only turns the request into an
+``UpstreamCall`` (built only when it is sent) and the ``UpstreamReply`` into a response; what is sent
+and what comes back is decided in ``irc_proxy.handling.federation.forwarding``. An upstream error body that
 is not the spec's shape is wrapped into it (same status, the type from ``http.errors``' table).
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -21,10 +24,24 @@ from irc_proxy.http.errors import classify, error_response, response_for, type_f
 _NAMES = ("table", "view", "plan_id")
 
 
-async def run(request: Request, catalog: Catalog, endpoint: str) -> Response:
-    """Forward one operation (placed ``FORWARDED`` by the catalog) to the remote catalog."""
+async def passed_through(request: Request, catalog: Catalog, endpoint: str) -> Response | None:
+    """The remote catalog's answer to the request, when the catalog passes ``endpoint`` through to one;
+    None when the catalog answers it itself."""
+    try:
+        reply = await catalog.pass_through(parsing.context(request), endpoint, partial(_call, request, endpoint))
+    except CommitStateUnknown as exc:
+        return response_for(request, exc)
+    if reply is None:
+        return None
+    if reply.bare_error is not None:
+        return _wrapped_error(request, reply)
+    return Response(reply.body, status_code=reply.status, headers=reply.headers)
+
+
+async def _call(request: Request, endpoint: str) -> UpstreamCall:
+    """The request as the remote catalog gets it."""
     context = parsing.context(request)
-    call = UpstreamCall(
+    return UpstreamCall(
         endpoint,
         parsing.namespace_param(request) if "namespace" in request.path_params else None,
         {key.replace("_", "-"): request.path_params[key] for key in _NAMES if key in request.path_params},
@@ -33,13 +50,6 @@ async def run(request: Request, catalog: Catalog, endpoint: str) -> Response:
         await request.body(),
         parsing.page_binding(request) if context.list_filtered else None,
     )
-    try:
-        reply = await catalog.forward(context, call)
-    except CommitStateUnknown as exc:
-        return response_for(request, exc)
-    if reply.bare_error is not None:
-        return _wrapped_error(request, reply)
-    return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
 
 def _wrapped_error(request: Request, reply: UpstreamReply) -> Response:

@@ -20,7 +20,6 @@ from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import Unsupported
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.federation.serving import Placement
 from irc_proxy.http import access, credentials, forward, namespaces, parsing, planning, tables, views
 from irc_proxy.http.bodies import (
     CommitTableRequest,
@@ -98,7 +97,7 @@ OPERATIONS: list[Operation] = [
 
 def serves(catalog: Catalog, op: Operation) -> bool:
     """Whether the catalog serves ``op`` (here or forwarded: the catalog decides)."""
-    return catalog.placement(op.endpoint) is not None
+    return catalog.serves(op.endpoint)
 
 
 def endpoints_for(catalog: Catalog) -> list[str]:
@@ -114,14 +113,12 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         parsing.context(request).audit.name(operation.operation_id, request.path_params)
         target = catalog(request)
         await target.discover(parsing.context(request))  # a remote catalog: what it serves (once)
-        placement = target.placement(operation.endpoint)
-        if placement is None:
+        if not target.serves(operation.endpoint):
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
         if access.authorizer(request).enabled:  # the rule of handling/operations/policy.py for this operation
             await access.authorize(request, operation.operation_id, operation.body)
-        if placement is Placement.FORWARDED:
-            return await forward.run(request, target, operation.endpoint)
-        return await operation.handler(request)
+        passed = await forward.passed_through(request, target, operation.endpoint)  # a remote catalog's answer
+        return passed if passed is not None else await operation.handler(request)
 
     return endpoint
 

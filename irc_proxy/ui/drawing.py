@@ -54,6 +54,10 @@ class TableFacts:
     current_schema_id: int
     default_spec_id: int
     default_sort_order_id: int
+    next_row_id: int | None = None
+    """v3 row lineage: the first row id the next snapshot assigns (None before v3)."""
+    encryption_keys: int = 0
+    """v3: how many encryption keys the table holds (their ids and metadata are not shown)."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,8 @@ def table_values(
         metadata.current_schema_id,
         metadata.default_spec_id,
         metadata.default_sort_order_id,
+        getattr(metadata, "next_row_id", None),
+        len(getattr(metadata, "encryption_keys", None) or ()),
     )
     values = {
         "metadata": facts,

@@ -18,14 +18,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden, TokenRequestError
-from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.catalog import LIST_VIEWS, Catalog
 from irc_proxy.handling.naming import Namespace, TableIdent
-from irc_proxy.handling.operations import namespace_ops, policy, table_ops, view_ops
-from irc_proxy.handling.paging import PageRequest
+from irc_proxy.handling.operations import namespace_ops, policy
 from irc_proxy.http import access, parsing
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
-from irc_proxy.ui import audit_sampling, budget, drawing, loading, models, windows
+from irc_proxy.ui import audit_sampling, budget, drawing, models, windows
 from irc_proxy.ui.budget import Deadline
 from irc_proxy.ui.session import (
     UI_PREFIX,
@@ -135,12 +134,6 @@ async def form_fields(request: Request) -> dict[str, str]:
     return {key: values[0] for key, values in fields.items()}
 
 
-def _page_request(request: Request, key: str) -> PageRequest:
-    token = request.query_params.get(key)
-    binding = parsing.page_binding(request)
-    return PageRequest(token=binding.open(token) if token else None, limit=PAGE_SIZE, binding=binding)
-
-
 # Signing in ------------------------------------------------------------------------------------------------
 async def login_form(request: Request) -> Response:
     parsing.context(request).audit.name("ui.login")
@@ -211,23 +204,20 @@ async def catalogs_page(request: Request) -> Response:
 
 
 async def _listed(request: Request, catalog: Catalog, operation: str, namespace: Namespace, key: str) -> Any:
-    """One page of a listing the caller may see (filtered), or None when refused."""
+    """One page of a listing the caller may see (filtered), or None when refused; the catalog answers it,
+    whether it lists here or asks its remote catalog."""
     context = parsing.context(request)
     context.list_filtered = False
     try:
         await policy.authorize(access.of(request), catalog, operation, policy.Requested(namespace=namespace))
     except Forbidden:
         return None
-    token = request.query_params.get(key)
-    forwarded = await loading.forwarded_listing(request, catalog, operation, namespace, token, PAGE_SIZE)
-    if forwarded is not None:
-        return forwarded
-    page_request = _page_request(request, key)
+    token, pages = request.query_params.get(key), parsing.page_binding(request)
     if operation == "listNamespaces":
-        return await namespace_ops.list_namespaces(context, catalog, namespace, page_request)
+        return await catalog.list_namespaces(context, namespace, token, PAGE_SIZE, pages)
     if operation == "listTables":
-        return await table_ops.list_tables(context, catalog, namespace, page_request)
-    return await view_ops.list_views(context, catalog, namespace, page_request)
+        return await catalog.list_tables(context, namespace, token, PAGE_SIZE, pages)
+    return await catalog.list_views(context, namespace, token, PAGE_SIZE, pages)
 
 
 @page("namespace")
@@ -246,7 +236,8 @@ async def namespace_page(request: Request) -> Response:
     children = await _listed(request, catalog, "listNamespaces", namespace, "namespaces")
     tables = await _listed(request, catalog, "listTables", namespace, "tables") if namespace else None
     views = None
-    if namespace and catalog.views is not None:
+    await catalog.discover(parsing.context(request))  # a remote catalog: what it serves (once)
+    if namespace and catalog.serves(LIST_VIEWS):  # views listed here or by its remote catalog
         views = await _listed(request, catalog, "listViews", namespace, "views")
     if properties is None and children is None and tables is None and views is None:
         who = parsing.context(request).principal
@@ -270,13 +261,15 @@ async def table_page(request: Request) -> Response:
     query = drawing.lists_of(request.query_params, drawing.TABLE_LISTS)
     await _authorize(request, catalog, "loadTable", ident)
     budget.deadline(request)  # the budget counts from here: loading is bounded by the REST API's own limits
-    location = await loading.table_location(request, catalog, ident)
+    context = parsing.context(request)
+    location = await catalog.current_location(context, ident)
     key = drawing.table_key(catalog.name, str(ident), location, query) if location else None
     values = {"catalog": catalog.name, "ident": ident, "location": location}
     drawn = drawing.drawn_table(key) if key else None
     if drawn is not None:  # shown before: the metadata file is not read (nor parsed) again
         return await render_bounded(request, "table.html", lambda due: drawn, **values)
-    values["location"], metadata = await loading.load_table(request, catalog, ident)
+    loaded = await catalog.load_table(context, ident)
+    values["location"], metadata = loaded.location, loaded.metadata
     if location and values["location"] != location:  # committed meanwhile: cache under what is shown
         key = drawing.table_key(catalog.name, str(ident), str(values["location"]), query)
 
@@ -294,10 +287,11 @@ async def view_page(request: Request) -> Response:
     query = drawing.lists_of(request.query_params, drawing.VIEW_LISTS)
     await _authorize(request, catalog, "loadView", ident)
     budget.deadline(request)
-    location, metadata, stored_here = await loading.load_view(request, catalog, ident)
+    loaded = await catalog.load_view(parsing.context(request), ident)
+    location, metadata = loaded.location, loaded.metadata
     ids = {v.version_id for v in metadata.versions}
     old, new = _version_pair(request, ids, metadata.current_version_id)
-    authors = await catalog.require_views().version_authors(ident) if stored_here else {}
+    authors = await catalog.require_views().version_authors(ident) if loaded.stored_here else {}
 
     def build(due: Deadline) -> dict[str, Any]:
         return drawing.view_values(metadata, old, new, query, due.check)

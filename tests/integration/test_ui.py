@@ -234,3 +234,33 @@ def test_a_federated_catalogs_tables_and_views_are_loaded_from_its_remote_catalo
     finally:
         front.stop()
         remote.stop()
+
+
+def test_a_federated_v3_tables_page_shows_the_encryption_keys_pyicebergs_parser_would_drop(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The upstream's LoadTableResult is read by the proxy's v3-aware model: the key pyiceberg's parser drops
+    is counted, and row lineage shown."""
+    remote = start_remote(tmp_path_factory.mktemp("ui-v3-remote"))
+    front = start_front(tmp_path_factory.mktemp("ui-v3-front"), rest_catalog("fed", remote.url))
+    try:
+        upstream = httpx.Client(
+            base_url=remote.url, headers={"Authorization": f"Bearer {federation_token(remote.url)}"}
+        )
+        with upstream:
+            assert upstream.post("/v1/local/namespaces", json={"namespace": ["a"]}).status_code == 200
+            create = {"name": "t", "schema": SCHEMA, "properties": {"format-version": "3"}}
+            assert upstream.post("/v1/local/namespaces/a/tables", json=create).status_code == 200
+            key = {"key-id": "k1", "encrypted-key-metadata": "AAEC"}
+            commit = {"requirements": [], "updates": [{"action": "add-encryption-key", "encryption-key": key}]}
+            committed = upstream.post("/v1/local/namespaces/a/tables/t", json=commit)
+            assert committed.status_code == 200 and committed.json()["metadata"]["encryption-keys"] == [key]
+        with httpx.Client(base_url=front.url, timeout=60) as browser:
+            page = browser.get("/ui/catalogs/fed/namespaces/a/tables/t")
+        assert page.status_code == 200 and committed.json()["metadata-location"] in page.text
+        assert "<dt>Format version</dt><dd>3</dd>" in page.text
+        assert "<dt>Encryption keys</dt><dd>1</dd>" in page.text
+        assert "<dt>Next row id</dt><dd>0</dd>" in page.text
+    finally:
+        front.stop()
+        remote.stop()

@@ -176,3 +176,53 @@ def test_the_rooms_of_handling_form_no_cycle() -> None:
     assert {"operations", "security", "tables", "views", "storage"} <= rooms
     assert "security" in graph["operations"]  # the edges the rooms are drawn by
     assert not cycles(graph)
+
+
+PLACEMENT_BLIND = ("http", "ui", "planning", "handling/operations/scan_plans.py")
+"""The parts that ask a catalog and never where it runs (served here or forwarded to a remote catalog)."""
+PLACEMENT_NAMES = frozenset({"Placement", "placement", "serving", "forwarder", "remote", "RemoteReads", "Forwarder"})
+
+
+def placement_questions(source: str, where: str = "<source>") -> list[str]:
+    """Where ``source`` asks where a catalog's operation runs: imports ``handling.federation.serving`` or
+    ``remote_reads``, names ``Placement`` (or the forwarder), or reads a catalog's ``placement``, ``serving``,
+    ``forwarder`` or ``remote``. Asking whether a catalog serves an endpoint at all (``serves``) is no such question."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            names = {alias.name for alias in node.names}
+            asked = [m for m in modules if m.endswith(("federation.serving", "federation.remote_reads"))]
+            asked += sorted(names & PLACEMENT_NAMES)
+            found += [f"{where}:{node.lineno} imports {name}" for name in asked]
+        elif isinstance(node, ast.Attribute) and node.attr in PLACEMENT_NAMES:
+            found.append(f"{where}:{node.lineno} reads .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in PLACEMENT_NAMES - {"remote", "serving", "placement"}:
+            found.append(f"{where}:{node.lineno} names {node.id}")
+    return found
+
+
+def test_placement_questions_are_found() -> None:
+    asking = (
+        "from irc_proxy.handling.federation.serving import Placement\n"
+        "if catalog.placement(endpoint) is Placement.FORWARDED:\n"
+        "    reply = await catalog.forwarder.send(context, call)\n"
+    )
+    assert sorted(placement_questions(asking)) == [
+        "<source>:1 imports Placement",
+        "<source>:1 imports irc_proxy.handling.federation.serving",
+        "<source>:2 names Placement",
+        "<source>:2 reads .placement",
+        "<source>:3 reads .forwarder",
+    ]
+    assert placement_questions("import irc_proxy.handling.federation.remote_reads\n")
+    assert not placement_questions("if not catalog.serves(endpoint):\n    raise Unsupported(endpoint)\n")
+
+
+def test_http_ui_and_the_planner_never_ask_where_a_catalog_runs() -> None:
+    """One catalog API answers loads, listings and plans whether served here or forwarded (``Catalog``): the HTTP
+    side, the console and the scan planner never branch on placement."""
+    paths = [p for part in PLACEMENT_BLIND for p in sorted((PACKAGE / part).rglob("*.py")) or [PACKAGE / part]]
+    assert len(paths) > 20
+    found = [q for path in paths for q in placement_questions(path.read_text("utf-8"), str(path.relative_to(PACKAGE)))]
+    assert not found

@@ -60,11 +60,20 @@ class ServedHere:
 
     def __init__(self, views: bool, vending: bool, planning: str = "offered") -> None:
         self._views, self._vending, self._planning = views, vending, planning
+        self._placed: dict[str, Placement | None] = {}
+        """Each endpoint's placement, once worked out (asked on every request; endpoints are the routes table's)."""
 
     async def discover(self, context: RequestContext) -> None:
         return None
 
     def placement(self, endpoint: str) -> Placement | None:
+        try:
+            return self._placed[endpoint]
+        except KeyError:
+            placed = self._placed[endpoint] = self._place(endpoint)
+            return placed
+
+    def _place(self, endpoint: str) -> Placement | None:
         template = endpoint.split(" ", 1)[1]
         if is_view(template) and not self._views:
             return None

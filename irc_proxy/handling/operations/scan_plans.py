@@ -12,9 +12,9 @@ chunks of manifests (``planning.planner``) its ``plan-tasks`` stand for. So:
 * Plans are bound to the caller: another principal, another table or an expired plan gets the spec's
   404 (NoSuchPlanId / NoSuchPlanTask), never someone else's plan.
 
-Tables of a catalog that forwards table operations to a remote catalog are planned over the
-upstream's metadata, read with the storage access the upstream vends to the proxy. The caller was
-authorized (``table.read``) by the dispatcher; ``storage-credentials`` are added as for loadTable.
+The catalog opens the table (``Catalog.open_table``), wherever it is served: a remote catalog's table is
+planned over the upstream's metadata, read with the storage access the upstream vends to the proxy. The
+caller was authorized (``table.read``) by the dispatcher; ``storage-credentials`` are added as for loadTable.
 """
 
 from __future__ import annotations
@@ -24,26 +24,20 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
-from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy import errors, metrics
 from irc_proxy.errors import BadRequest, CatalogError, NoSuchPlanId, NoSuchPlanTask, NotFound, ServiceUnavailable
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.federation.forwarding import UpstreamCall
-from irc_proxy.handling.federation.serving import Placement
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.operations import delegation
 from irc_proxy.handling.operations.delegation import Asked
 from irc_proxy.handling.operations.open_plans import OpenPlans
 from irc_proxy.handling.security.access import Access
-from irc_proxy.handling.storage.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
-from irc_proxy.handling.tables.format_v3 import ServedTableMetadata
 from irc_proxy.handling.vending.vending import table_locations
 from irc_proxy.numbers import is_number
 from irc_proxy.planning.budget import Budget
@@ -54,7 +48,6 @@ from irc_proxy.stores.scan_plans import PlanOwner, ScanPlanStore, StoredPlan
 from irc_proxy.threads import ThreadRunner
 
 log = logging.getLogger("irc_proxy.planning")
-LOAD_TABLE = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"
 LEASE_SECONDS = 300.0
 """A plan still ``submitted`` this long after its last update lost its planner (a replica stopped): failed."""
 
@@ -76,8 +69,6 @@ class PlanningLimits:
     """Wall-clock time one request may spend planning in worker threads."""
     filters: FilterLimits = field(default_factory=FilterLimits)
     """Bounds of a request's filter (literal sizes, list lengths, total)."""
-    reads: ReadLimits = field(default_factory=ReadLimits)
-    """Bounds of each manifest (list) read over a remote catalog's vended storage (size, time)."""
 
 
 @dataclass(frozen=True)
@@ -295,61 +286,15 @@ class ScanPlanning:
 
     async def _open(self, access: Access, catalog: Catalog, ident: TableIdent, location: str | None = None) -> _Table:
         """The table at its current metadata, or at ``location`` (a plan's; the table must still exist)."""
-        if catalog.placement(LOAD_TABLE) is Placement.FORWARDED:
-            return await self._open_remote(access, catalog, ident, location)
-        tables = catalog.tables
-        loaded = await tables.load(ident)
-        metadata, current = loaded.metadata, loaded.metadata_location
-        assert current is not None
-        if location is not None and location != current:
-            metadata = await _planned_metadata(tables.files.read, location)
-            _same_table(metadata, loaded.metadata)
-        location = location or current
-        reader = tables.files.reader
-        files = TableFiles(metadata, tables.storage.locations)
-        source = ManifestSource(
-            self.cache, catalog.name, lambda path, what: reader.read(path, what, roots=files.real_roots), files.owns
-        )
-        return _Table(metadata, location, source)
-
-    async def _open_remote(self, access: Access, catalog: Catalog, ident: TableIdent, location: str | None) -> _Table:
-        call = UpstreamCall(
-            LOAD_TABLE,
-            ident.namespace,
-            {"table": quote(ident.name, safe="")},
-            headers=(("x-iceberg-access-delegation", "vended-credentials"), ("accept", "application/json")),
-        )
-        reply = await catalog.forward(access.context, call)
-        if reply.status != 200:
-            raise errors.from_error_body(reply.status, reply.body)
-        try:
-            body = json.loads(reply.body)
-            current = ServedTableMetadata.model_validate(body["metadata"]).root
-            config: dict[str, str] = dict(body.get("config") or {})
-            credentials = list(body.get("storage-credentials") or [])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise errors.ServiceUnavailable(
-                f"The remote catalog answered an unreadable table ({type(exc).__name__})"
-            ) from None
-        io = load_file_io(config | _credential_for(credentials, current.location), current.location)
-        read = BoundedReader(_VendedIO(io), self.limits.reads).read
-        metadata: TableMetadata = current
-        if location is None or location == body.get("metadata-location"):
-            location = str(body.get("metadata-location") or "")
-        else:
-            if not TableFiles(current, None).owns(location):
-                raise NoSuchPlanId("No such plan: its table was dropped or moved since")
-
-            async def read_planned(where: str) -> TableMetadata:
-                data = await self._threads.run(read, where, "Table metadata file")
-                return parse_metadata(ServedTableMetadata, data, where, "Table metadata file").root
-
-            metadata = await _planned_metadata(read_planned, location)
-            _same_table(metadata, current)
-        source = ManifestSource(
-            self.cache, f"{catalog.name}/{current.table_uuid}", read, TableFiles(metadata, None).owns
-        )
-        return _Table(metadata, location, source, credentials)
+        opened = await catalog.open_table(access.context, ident)
+        current = opened.load
+        metadata = current.metadata
+        if location is not None and location != current.location:
+            metadata = await _planned_metadata(opened.metadata_at, location)
+            _same_table(metadata, current.metadata)
+        read, owns = opened.files(metadata)
+        source = ManifestSource(self.cache, opened.cache_key, read, owns)
+        return _Table(metadata, location or current.location, source, current.storage_credentials)
 
     async def _credentials(
         self, access: Access, catalog: Catalog, ident: TableIdent, table: _Table, asked: Asked
@@ -368,31 +313,6 @@ class ScanPlanning:
 
 
 # Helpers ----------------------------------------------------------------------------------------------------
-def _credential_for(credentials: list[dict[str, Any]], location: str) -> dict[str, str]:
-    """The config of the longest ``storage-credentials`` prefix that covers ``location``."""
-    best: tuple[int, dict[str, str]] = (-1, {})
-    for credential in credentials:
-        prefix, config = credential.get("prefix"), credential.get("config")
-        if (
-            isinstance(prefix, str)
-            and isinstance(config, dict)
-            and location.startswith(prefix)
-            and len(prefix) > best[0]
-        ):
-            best = (len(prefix), {str(k): str(v) for k, v in config.items()})
-    return best[1]
-
-
-@dataclass(frozen=True)
-class _VendedIO:
-    """The FileIO built from what a remote catalog vended for one table, as a bounded reader's source."""
-
-    io: FileIO
-
-    def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
-        return self.io
-
-
 async def _planned_metadata(read: Callable[[str], Awaitable[TableMetadata]], location: str) -> TableMetadata:
     """The metadata file a plan was planned on; gone (the table was purged or expired) is no plan."""
     try:

@@ -1,0 +1,144 @@
+"""What the proxy itself reads from a remote catalog (for the console and the scan planner): tables, views and
+listings, asked of the upstream as the REST API would forward them (the caller's identity, its filtered
+listing, its sealed page tokens: ``forwarding.Forwarder``) and answered as the records of
+``handling.loaded``, the same a served catalog answers.
+
+An upstream's LoadTableResult is parsed by the v3-aware model the proxy reads its own metadata files with
+(``ServedTableMetadata``), never by pyiceberg's parser, which drops v3 fields. A table opened for scan
+planning is read with the storage access the upstream vends to the proxy, bounded like every other read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.view.metadata import ViewMetadata
+
+from irc_proxy.errors import NotFound, ServiceUnavailable, from_error_body
+from irc_proxy.handling.federation.forwarding import Forwarder, UpstreamCall
+from irc_proxy.handling.loaded import OpenedTable, Owns, Read, TableLoad, ViewLoad
+from irc_proxy.handling.naming import Namespace, TableIdent
+from irc_proxy.handling.paging import PageBinding
+from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.storage.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
+from irc_proxy.handling.tables.format_v3 import ServedTableMetadata
+from irc_proxy.threads import ThreadRunner
+
+NS = "/v1/{prefix}/namespaces/{namespace}"
+LOAD_TABLE = f"GET {NS}/tables/{{table}}"
+LOAD_VIEW = f"GET {NS}/views/{{view}}"
+_VENDED = (("x-iceberg-access-delegation", "vended-credentials"), ("accept", "application/json"))
+
+
+class RemoteReads:
+    """Reads of one catalog's remote catalog, as its caller (``context``) may make them."""
+
+    def __init__(self, catalog: str, forwarder: Forwarder, threads: ThreadRunner, limits: ReadLimits) -> None:
+        self._catalog, self._forwarder, self._threads, self._limits = catalog, forwarder, threads, limits
+
+    async def _answer(self, context: RequestContext, call: UpstreamCall) -> bytes:
+        """The upstream's 200 body; any other answer raised as the domain error it names."""
+        reply = await self._forwarder.send(context, call)
+        if reply.status != 200:
+            raise from_error_body(reply.status, reply.body)
+        return reply.body
+
+    async def load_table(self, context: RequestContext, ident: TableIdent, vended: bool = False) -> TableLoad:
+        """loadTable upstream (``vended``: asking for storage credentials, for the proxy's own reads)."""
+        names = {"table": quote(ident.name, safe="")}
+        call = UpstreamCall(LOAD_TABLE, ident.namespace, names, headers=_VENDED if vended else ())
+        return await self._threads.run(_table_load, await self._answer(context, call))
+
+    async def load_view(self, context: RequestContext, ident: TableIdent) -> ViewLoad:
+        call = UpstreamCall(LOAD_VIEW, ident.namespace, {"view": quote(ident.name, safe="")})
+        return await self._threads.run(_view_load, await self._answer(context, call))
+
+    async def listing(
+        self, context: RequestContext, endpoint: str, namespace: Namespace | None, query: bytes, pages: PageBinding
+    ) -> dict[str, Any]:
+        """One page of a listing, cut down to what the caller may see (its token sealed) when it is filtered."""
+        call = UpstreamCall(endpoint, namespace, {}, query, pages=pages if context.list_filtered else None)
+        body = await self._answer(context, call)
+        try:
+            listing = await self._threads.run(json.loads, body)
+        except ValueError:
+            raise ServiceUnavailable("The remote catalog answered a listing that is not JSON") from None
+        if not isinstance(listing, dict):
+            raise ServiceUnavailable("The remote catalog answered a listing that is not a JSON object")
+        return listing
+
+    async def open_table(self, context: RequestContext, ident: TableIdent) -> OpenedTable:
+        """The table as the upstream answers it, its files read with the storage access it vends to the proxy."""
+        load = await self.load_table(context, ident, vended=True)
+        current = load.metadata
+        credential = _credential_for(load.storage_credentials or [], current.location)
+        io = load_file_io(load.config | credential, current.location)
+        read = BoundedReader(_VendedIO(io), self._limits).read
+        owned = TableFiles(current, None).owns
+
+        async def metadata_at(location: str) -> TableMetadata:
+            if not owned(location):
+                raise NotFound(f"Not a metadata file of table {ident}: its table was dropped or moved since")
+            data = await self._threads.run(read, location, "Table metadata file")
+            return parse_metadata(ServedTableMetadata, data, location, "Table metadata file").root
+
+        def files(metadata: TableMetadata) -> tuple[Read, Owns]:
+            return read, TableFiles(metadata, None).owns
+
+        return OpenedTable(load, f"{self._catalog}/{current.table_uuid}", metadata_at, files)
+
+
+def _unreadable(what: str, exc: Exception) -> ServiceUnavailable:
+    return ServiceUnavailable(f"The remote catalog answered an unreadable {what} ({type(exc).__name__})")
+
+
+def _table_load(body: bytes) -> TableLoad:
+    """A LoadTableResult, its metadata read by the v3-aware model (blocking: a large table's metadata)."""
+    try:
+        answer = json.loads(body)
+        metadata = ServedTableMetadata.model_validate(answer["metadata"]).root
+        config = {str(k): str(v) for k, v in (answer.get("config") or {}).items()}
+        credentials = list(answer.get("storage-credentials") or [])  # a list: the upstream vends, not the proxy
+        return TableLoad(str(answer.get("metadata-location") or ""), metadata, config, credentials)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _unreadable("table", exc) from None
+
+
+def _view_load(body: bytes) -> ViewLoad:
+    try:
+        answer = json.loads(body)
+        metadata = ViewMetadata.model_validate(answer["metadata"])
+        return ViewLoad(str(answer.get("metadata-location") or ""), metadata, stored_here=False)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise _unreadable("view", exc) from None
+
+
+def _credential_for(credentials: list[dict[str, Any]], location: str) -> dict[str, str]:
+    """The config of the longest ``storage-credentials`` prefix that covers ``location``."""
+    best: tuple[int, dict[str, str]] = (-1, {})
+    for credential in credentials:
+        prefix, config = credential.get("prefix"), credential.get("config")
+        if (
+            isinstance(prefix, str)
+            and isinstance(config, dict)
+            and location.startswith(prefix)
+            and len(prefix) > best[0]
+        ):
+            best = (len(prefix), {str(k): str(v) for k, v in config.items()})
+    return best[1]
+
+
+@dataclass(frozen=True)
+class _VendedIO:
+    """The FileIO built from what a remote catalog vended for one table, as a bounded reader's source."""
+
+    io: FileIO
+
+    def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
+        return self.io
