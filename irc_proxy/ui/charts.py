@@ -140,17 +140,20 @@ LABEL_WIDTH = 130
 """Width of a time label (``2024-05-01T12:00:00Z`` at 11 px) in user units, with a gap."""
 
 
-def _ticks(count: int, box: _Box) -> list[int]:
-    """Which snapshots get a time label under the axis: the first, the last and evenly spread ones between,
-    no two closer than ``LABEL_WIDTH``."""
-    room = max(1, int((box.right - box.left) // LABEL_WIDTH))
-    if count <= 1:
-        return [0]
-    every = max(1, math.ceil((count - 1) / room))
-    picked = list(range(0, count - 1, every))
-    if picked and (count - 1 - picked[-1]) * (box.right - box.left) / count < LABEL_WIDTH:
+def _label_xs(xs: Sequence[float], box: _Box) -> list[tuple[int, float]]:
+    """Which snapshots get a time label under the axis, and where its centre goes: each label centred under its
+    point but kept inside the plot (``LABEL_WIDTH`` wide), no two closer than ``LABEL_WIDTH``; the first and the
+    last snapshot always labelled (a single one: once)."""
+    low, high = box.left + LABEL_WIDTH / 2, box.right - LABEL_WIDTH / 2
+    centres = [min(max(x, low), high) for x in xs]
+    last = len(xs) - 1
+    picked: list[tuple[int, float]] = []
+    for i, centre in enumerate(centres[:-1]):
+        if not picked or centre - picked[-1][1] >= LABEL_WIDTH:
+            picked.append((i, centre))
+    while last and picked and centres[last] - picked[-1][1] < LABEL_WIDTH:
         picked.pop()  # too close to the last one: the last one is kept
-    return [*picked, count - 1]
+    return [*picked, (last, centres[last])]
 
 
 def _text(x: float, y: float, text: str, cls: str, anchor: str = "start") -> str:
@@ -171,20 +174,13 @@ def _legend(entries: Iterable[tuple[str, str]], x: float, y: float) -> str:
 
 
 def _frame(drawn: Sequence[_Row], total: int, width: int, box: _Box, xs: Sequence[float]) -> str:
-    """The axis with the times of some snapshots under their points (``_ticks``), and a caption when snapshots
-    were left out. The first label starts at the plot's left edge and the last ends at its right edge, so no
-    label runs past the chart."""
+    """The axis with the times of some snapshots under their points (``_label_xs``), and a caption when
+    snapshots were left out."""
     parts = [_line(box.left, box.bottom, box.right, box.bottom, "axis")]
-    ticks = _ticks(len(drawn), box)
-    for i in ticks:
-        x, anchor = xs[i], "middle"
-        if i == ticks[0] and x - LABEL_WIDTH / 2 < box.left:
-            x, anchor = box.left, "start"
-        elif i == ticks[-1] and x + LABEL_WIDTH / 2 > box.right:
-            x, anchor = box.right, "end"
+    for i, centre in _label_xs(xs, box):
         parts += [
             _line(xs[i], box.bottom, xs[i], box.bottom + 4, "tick"),
-            _text(x, box.bottom + 16, _iso(drawn[i].ms), "axis-label", anchor),
+            _text(centre, box.bottom + 16, _iso(drawn[i].ms), "axis-label", "middle"),
         ]
     if len(drawn) < total:
         note = f"Showing the most recent {len(drawn):,} of {total:,} snapshots."

@@ -70,7 +70,7 @@ def query_of(request: Request) -> str:
 
 
 async def _listing(
-    request: Request, catalog: Catalog, operation: str, namespace: Namespace, token: str | None
+    request: Request, catalog: Catalog, operation: str, namespace: Namespace, token: str | None, limit: int
 ) -> Page[object] | None:
     """One page of a listing as the caller's namespace page would get it (filtered), or None when refused."""
     context = parsing.context(request)
@@ -79,11 +79,11 @@ async def _listing(
         await policy.authorize(access.of(request), catalog, operation, policy.Requested(namespace=namespace))
     except Forbidden:
         return None
-    forwarded = await loading.forwarded_listing(request, catalog, operation, namespace, token, LISTING_PAGE)
+    forwarded = await loading.forwarded_listing(request, catalog, operation, namespace, token, limit)
     if forwarded is not None:
         return forwarded
     binding = parsing.page_binding(request)
-    asked = PageRequest(token=binding.open(token) if token else None, limit=LISTING_PAGE, binding=binding)
+    asked = PageRequest(token=binding.open(token) if token else None, limit=limit, binding=binding)
     listed: Page[object]
     if operation == "listNamespaces":
         listed = await namespace_ops.list_namespaces(context, catalog, namespace, asked)  # type: ignore[assignment]
@@ -129,15 +129,16 @@ async def search(request: Request, catalog: Catalog, text: str) -> Found:
                     found.stopped = f"it took {due.seconds:g} s (server.ui_page_budget_seconds)"
                     break
                 try:
-                    listed = await _listing(request, catalog, operation, namespace, token)
+                    limit = min(LISTING_PAGE, cap - found.looked_at)  # the cap holds exactly
+                    listed = await _listing(request, catalog, operation, namespace, token, limit)
                 except CatalogError:  # dropped meanwhile, or a remote catalog failing: go on with the rest
                     listed = None
                 if listed is None:
                     if not namespace:
                         raise Forbidden(f"Principal {parsing.context(request).principal} may not list {catalog.name}")
                     break
-                found.looked_at += max(1, len(listed.items))
-                for item in listed.items:
+                found.looked_at += max(1, len(listed.items[:limit]))
+                for item in listed.items[:limit]:  # a remote catalog may answer more than asked
                     match = _match(operation, item)
                     if operation == "listNamespaces":
                         queue.append(match.namespace)
