@@ -209,7 +209,7 @@ def _band(
     most = _human(scale, 1000, _COUNTS)
     parts = [
         _line(band.left, mid, band.right, mid, "zero-line"),
-        _text(band.left + 4, band.top + 9, name, "band-label"),
+        _text(band.left - 6, mid + 4, name, "band-label", "end"),  # in the left margin: no bar runs over it
     ]
     parts += [_text(band.left - 6, band.top + 9, f"+{most}", "axis-label", "end")]
     parts += [_text(band.left - 6, band.bottom, f"-{most}", "axis-label", "end")]
