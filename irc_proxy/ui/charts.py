@@ -16,7 +16,7 @@ snapshots (the most recent) are drawn, and a caption says so.
 
 Classes for the stylesheet: ``chart``, ``snapshot-timeline``, ``size-over-time``, ``empty``, ``caption``,
 ``legend``, ``swatch``, ``legend-label``, ``axis``, ``axis-label``, ``band-label``, ``zero-line``, ``point``,
-``bar``, ``records-added``, ``records-deleted``, ``files-added``, ``files-deleted``, ``series``,
+``bar``, ``tick``, ``mark``, ``records-added``, ``records-deleted``, ``files-added``, ``files-deleted``, ``series``,
 ``total-records``, ``total-size``, ``op-append``, ``op-overwrite``, ``op-delete``, ``op-replace``, ``op-other``.
 """
 

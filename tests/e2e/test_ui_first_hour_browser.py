@@ -37,7 +37,11 @@ def doc_shot(page: Page, name: str) -> None:
     """The viewport (not the full page) as ``docs/console/<name>.png`` when ``IRC_DOC_SHOTS=1``."""
     shot(page, name)
     if os.environ.get("IRC_DOC_SHOTS") == "1":
-        page.screenshot(path=str(DOCS / f"{name}.png"))
+        from PIL import Image  # a palette of 64 colours keeps each image a few tens of kilobytes
+
+        target = DOCS / f"{name}.png"
+        page.screenshot(path=str(target))
+        Image.open(target).convert("RGB").quantize(colors=64).save(target, optimize=True)
 
 
 @pytest.fixture(scope="module")

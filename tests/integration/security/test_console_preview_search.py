@@ -174,3 +174,24 @@ def test_a_preview_stops_at_its_byte_budget_and_says_so(tmp_path: Path) -> None:
             assert "server.ui_preview_max_bytes" in page.text and 'class="number"' not in page.text
     finally:
         proxy.stop()
+
+
+def test_a_data_file_outside_the_table_is_never_read_by_a_preview(server: Served, tmp_path: Path) -> None:
+    """A writer adds a data file outside every allowed location (pyiceberg's ``add_files`` reads it on the client
+    and commits a manifest naming it): the preview names the refusal and shows none of its rows."""
+    proxy, _ = server
+    outside = tmp_path / "outside" / "secret.parquet"
+    outside.parent.mkdir()
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "note": ["do-not-leak-this-line"]}), outside)
+    with httpx.Client(base_url=proxy.url, timeout=60) as anonymous:
+        token = token_of(anonymous, "root", ROOT_SECRET)
+    catalog = RestCatalog("root", uri=proxy.url, warehouse="local", token=token)
+    planted = catalog.create_table("sales.planted", schema=pa.schema([("id", pa.int64()), ("note", pa.string())]))
+    planted.add_files([str(outside)])
+    with browser(proxy, None) as root:
+        page = root.get("/ui/catalogs/local/namespaces/sales/tables/planted/preview")
+        assert page.status_code == 200
+        assert "do-not-leak-this-line" not in page.text and 'class="number"' not in page.text
+        assert "The preview stopped" in page.text
