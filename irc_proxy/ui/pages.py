@@ -325,7 +325,11 @@ async def search_page(request: Request) -> Response:
     listings show, bounded)."""
     catalog = parsing.catalog(request)
     text = search.query_of(request)
-    found = await search.search(request, catalog, text) if text else None
+    found = None
+    if text:
+        budget.deadline(request)  # the wait for the caller's turn counts against the page's budget
+        async with budget.turn(request):
+            found = await search.search(request, catalog, text)
     values: dict[str, Any] = {"catalog": catalog.name, "namespace": (), "q": text, "found": found}
     return render(request, "search.html", search_max_chars=search.MAX_QUERY_CHARS, **values)
 

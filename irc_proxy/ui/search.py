@@ -9,8 +9,9 @@ table's or view's name).
 
 Its cost is bounded: the query is at most ``MAX_QUERY_CHARS`` characters; one search looks at no more than
 ``server.ui_search_max_entries`` entries and stops at the page's time budget (``ui.budget``), saying it
-stopped early; it stops as soon as it has the window of matches asked for (``?offset=``, 100 at a time,
-``ui.windows.SIZE``) and one more. A GET changes nothing, so a cross-site link to it costs one bounded search.
+stopped early; a principal runs one search or heavy page at a time (``budget.turn``); it stops as soon as
+it has the window of matches asked for (``?offset=``, 100 at a time, ``ui.windows.SIZE``) and one more.
+A GET changes nothing, so a cross-site link to it costs one bounded search.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class Found:
     looked_at: int = 0
     more: bool = False
     stopped: str = ""
+    failed: int = 0
+    """Listings that failed (a namespace dropped meanwhile, a remote catalog failing); the last one's message
+    is ``failure``."""
+    failure: str = ""
     next_href: str | None = None
     first_href: str | None = None
 
@@ -131,8 +136,11 @@ async def search(request: Request, catalog: Catalog, text: str) -> Found:
                 try:
                     limit = min(LISTING_PAGE, cap - found.looked_at)  # the cap holds exactly
                     listed = await _listing(request, catalog, operation, namespace, token, limit)
-                except CatalogError:  # dropped meanwhile, or a remote catalog failing: go on with the rest
-                    listed = None
+                except CatalogError as exc:  # dropped meanwhile, or a remote catalog failing: go on with the rest
+                    found.failed += 1
+                    found.looked_at += 1  # a failed listing costs too
+                    found.failure = exc.message
+                    break
                 if listed is None:
                     if not namespace:
                         raise Forbidden(f"Principal {parsing.context(request).principal} may not list {catalog.name}")
