@@ -189,6 +189,15 @@ class ServerSettings(_Strict):
     ui_page_budget_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     """How long building one console page (its lists, charts, diff and template, in a worker thread) may take; past it
     the page is a 503 error page (see "The web console")."""
+    ui_preview_rows: Annotated[int, Field(ge=0, le=100)] = 100
+    """Rows a console table preview shows at most (read from the current snapshot with deletes applied; needs
+    `table.read`); `0` turns previews off."""
+    ui_preview_max_bytes: Annotated[int, Field(ge=1024, le=1 << 30)] = 32 * 1024 * 1024
+    """Bytes of data and delete files one table preview may read in all; a file that does not fit stops the preview
+    there (the page says so). Also bounded by `server.ui_page_budget_seconds`."""
+    ui_search_max_entries: Annotated[int, Field(ge=100, le=1_000_000)] = 10_000
+    """Namespaces, tables and views one console search looks at at most (the ones the caller may list); past it the
+    page says the search stopped early."""
     ui_audit_every_seconds: Annotated[float, Field(ge=0, le=86_400)] = 300.0
     """Console reads: one audit record per (principal, page, catalog, object, status) per this many seconds in each
     replica; `0` records every read (see "Audit")."""

@@ -26,7 +26,7 @@ from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.handling.storage.locations import StorageLocations
 from irc_proxy.handling.storage.occupancy import Occupancy
 from irc_proxy.handling.storage.storage import CatalogStorage, files_exist
-from irc_proxy.handling.storage.storage_reads import ReadLimits, TableFiles
+from irc_proxy.handling.storage.storage_reads import BoundedReader, ReadLimits, TableFiles
 from irc_proxy.handling.tables.metadata import MetadataCache, MetadataFiles
 from irc_proxy.handling.tables.tables import Tables
 from irc_proxy.handling.vending.vending import Vending
@@ -193,9 +193,13 @@ class Catalog:
         assert loaded.metadata_location is not None
         reader = tables.files.reader
 
-        def files(metadata: TableMetadata) -> tuple[Read, Owns]:
+        def files(metadata: TableMetadata, max_bytes: int | None = None) -> tuple[Read, Owns]:
             owned = TableFiles(metadata, tables.storage.locations)
-            return partial(reader.read, roots=owned.real_roots), owned.owns
+            bounded = reader
+            if max_bytes is not None:
+                limits = ReadLimits(max_bytes, reader.limits.timeout)
+                bounded = BoundedReader(self.backend, limits, tables.storage.locations)
+            return partial(bounded.read, roots=owned.real_roots), owned.owns
 
         load = TableLoad(loaded.metadata_location, loaded.metadata)
         return OpenedTable(load, self.name, tables.files.read, files)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
@@ -20,6 +20,12 @@ Read = Callable[[str, str], bytes]
 """Reads one whole small file (its location, what it is for messages), bounded. Blocking: run it in a worker."""
 Owns = Callable[[str], bool]
 """Whether a path is one of the table's files (checked before any read)."""
+
+
+class FilesOf(Protocol):
+    """The bounded reader of the files a table's ``metadata`` names, and which paths belong to it."""
+
+    def __call__(self, metadata: TableMetadata, max_bytes: int | None = None) -> tuple[Read, Owns]: ...
 
 
 @dataclass(frozen=True)
@@ -55,5 +61,6 @@ class OpenedTable:
     """Names this table's files in a cache of decoded files shared by the catalogs of the process."""
     metadata_at: Callable[[str], Awaitable[TableMetadata]]
     """An earlier metadata file of the table. Raises NotFound when it is gone or not one of the table's."""
-    files: Callable[[TableMetadata], tuple[Read, Owns]]
-    """The bounded reader of the files ``metadata`` names, and which paths belong to it."""
+    files: FilesOf
+    """The bounded reader of the files ``metadata`` names (each read at most ``max_bytes``, or the catalog's
+    ``server.max_metadata_bytes`` when None), and which paths belong to it."""

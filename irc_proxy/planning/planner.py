@@ -198,6 +198,9 @@ class ScanTasks:
     bytes: int = 0
     """The JSON size of what is in, estimated (exact but for separators)."""
     _delete_index: dict[tuple[str, int | None], int] = field(default_factory=dict)
+    files: list[tuple[DataFile, list[DataFile]]] | None = None
+    """Set to a list to also keep each task's data file and delete files as pyiceberg objects (for a reader on the
+    server: the console's table preview); None keeps only the JSON."""
 
     @property
     def full(self) -> bool:
@@ -529,8 +532,11 @@ class ScanPlanner:
                     continue
                 if not self._always and not (in_partition(data.partition) and self._metrics_evaluator()(data)):
                     continue
-                rendered_deletes = [self._render_delete(d) for d in deletes.for_entry(entry)]
+                delete_files = deletes.for_entry(entry)
+                rendered_deletes = [self._render_delete(d) for d in delete_files]
                 into.add(self._renderer.render(data), rendered_deletes, self._residual(spec_id, data.partition))
+                if into.files is not None:
+                    into.files.append((data, delete_files))
                 if into.full:
                     return position if self._more_after(chunk, manifest, entry) else None
         return None

@@ -14,7 +14,7 @@ import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import unquote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -26,6 +26,7 @@ from irc_proxy.handling.security.authz import ANY_CATALOG, Privilege, to_grant
 from irc_proxy.http import access, parsing
 from irc_proxy.http.admin import management_of
 from irc_proxy.numbers import is_number
+from irc_proxy.ui import links
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, Page, form_fields, page, render
 from irc_proxy.ui.session import UI_PREFIX, check_csrf
 
@@ -53,11 +54,12 @@ def admin_page(operation: str) -> Callable[[Page], Page]:
 
 def _role(request: Request) -> str:
     """The ``{role}`` path segment, decoded (as the management API's)."""
+    links.unmarked(request.path_params)
     return unquote(request.path_params["role"])
 
 
 def _role_url(role: str) -> str:
-    return f"{ADMIN}/roles/{quote(role, safe='')}"
+    return f"{ADMIN}/roles/{links.segment(role)}"
 
 
 # Principals and roles --------------------------------------------------------------------------------------

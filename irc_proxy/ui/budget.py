@@ -99,6 +99,14 @@ def _who(request: Request) -> str:
     return principal
 
 
+@asynccontextmanager
+async def turn(request: Request) -> AsyncIterator[None]:
+    """The caller's turn, for costly work that runs on the event loop rather than in a slot (the console's search:
+    many small listing queries): one principal runs one such page at a time, as it builds one page at a time."""
+    async with _one_at_a_time(_who(request)):
+        yield
+
+
 def deadline(request: Request) -> Deadline:
     """The request's deadline, started the first time it is asked for."""
     found: Deadline | None = request.scope.get(_DEADLINE)

@@ -1,9 +1,12 @@
 """Snapshot charts for a table's page, drawn as SVG on the server from the snapshots' summaries.
 
-``snapshot_timeline`` shows each snapshot as a point in time order, coloured by its operation, over bars for
-the records it added (up) and deleted (down) and, in a smaller band below, the data files it added and removed;
-hovering a point shows its ``<title>`` (id, UTC time, operation, numbers). ``size_over_time`` draws the
-table's ``total-records`` (left axis) and ``total-files-size`` (right axis, bytes) over time.
+``snapshot_timeline`` shows each snapshot as a point, coloured by its operation, evenly spaced in time order (by
+order, not by time: nine snapshots within one second would otherwise pile up at one edge; the times are on the axis
+labels), over bars for the records it added (up) and deleted (down) and, in a smaller band below, the data files it
+added and removed; hovering a point shows its ``<title>`` (id, UTC time, operation, numbers). ``size_over_time``
+draws the table's ``total-records`` (left axis) and ``total-files-size`` (right axis, bytes) in the same order; a
+legend names only the series drawn. Every mark stays inside the plot area, and the time labels under it are spaced
+so they never overlap one another or the axes.
 
 Why SVG on the server: the console runs no JavaScript and is served under a strict Content-Security-Policy
 (no inline scripts, no ``style`` attributes), so a chart is plain markup styled by class from the console's
@@ -13,7 +16,7 @@ snapshots (the most recent) are drawn, and a caption says so.
 
 Classes for the stylesheet: ``chart``, ``snapshot-timeline``, ``size-over-time``, ``empty``, ``caption``,
 ``legend``, ``swatch``, ``legend-label``, ``axis``, ``axis-label``, ``band-label``, ``zero-line``, ``point``,
-``bar``, ``records-added``, ``records-deleted``, ``files-added``, ``files-deleted``, ``series``,
+``bar``, ``tick``, ``mark``, ``records-added``, ``records-deleted``, ``files-added``, ``files-deleted``, ``series``,
 ``total-records``, ``total-size``, ``op-append``, ``op-overwrite``, ``op-delete``, ``op-replace``, ``op-other``.
 """
 
@@ -30,6 +33,8 @@ from pyiceberg.table.snapshots import Snapshot
 
 MAX_POINTS = 2000
 """Snapshots drawn at most, the most recent: a table can keep many thousands."""
+MARKED = 60
+"""Series of at most this many points mark each point (a series of one point is no line at all)."""
 LIMIT = 10**18
 """Counts and sizes are clamped to [0, LIMIT]."""
 OPERATIONS = ("append", "overwrite", "delete", "replace")
@@ -124,14 +129,31 @@ def _recent(rows: list[_Row], max_points: int) -> list[_Row]:
     return rows[-max(1, max_points) :]
 
 
-def _xs(times: Sequence[int], box: _Box) -> list[float]:
-    """x of each time (sorted); evenly spaced by index when all times are equal."""
-    span, low, high = box.right - box.left, times[0], times[-1]
-    if high > low:
-        return [box.left + (t - low) * span / (high - low) for t in times]
-    if len(times) == 1:
-        return [box.left + span / 2]
-    return [box.left + i * span / (len(times) - 1) for i in range(len(times))]
+def _xs(count: int, box: _Box) -> list[float]:
+    """x of each of ``count`` snapshots in order: the centres of ``count`` equal slots, so a bar (at most a slot
+    wide) never reaches past the plot's edges onto its axes."""
+    step = (box.right - box.left) / count
+    return [box.left + (i + 0.5) * step for i in range(count)]
+
+
+LABEL_WIDTH = 130
+"""Width of a time label (``2024-05-01T12:00:00Z`` at 11 px) in user units, with a gap."""
+
+
+def _label_xs(xs: Sequence[float], box: _Box) -> list[tuple[int, float]]:
+    """Which snapshots get a time label under the axis, and where its centre goes: each label centred under its
+    point but kept inside the plot (``LABEL_WIDTH`` wide), no two closer than ``LABEL_WIDTH``; the first and the
+    last snapshot always labelled (a single one: once)."""
+    low, high = box.left + LABEL_WIDTH / 2, box.right - LABEL_WIDTH / 2
+    centres = [min(max(x, low), high) for x in xs]
+    last = len(xs) - 1
+    picked: list[tuple[int, float]] = []
+    for i, centre in enumerate(centres[:-1]):
+        if not picked or centre - picked[-1][1] >= LABEL_WIDTH:
+            picked.append((i, centre))
+    while last and picked and centres[last] - picked[-1][1] < LABEL_WIDTH:
+        picked.pop()  # too close to the last one: the last one is kept
+    return [*picked, (last, centres[last])]
 
 
 def _text(x: float, y: float, text: str, cls: str, anchor: str = "start") -> str:
@@ -151,14 +173,15 @@ def _legend(entries: Iterable[tuple[str, str]], x: float, y: float) -> str:
     return "".join([*parts, "</g>"])
 
 
-def _frame(drawn: Sequence[_Row], total: int, width: int, box: _Box) -> str:
-    """The time axis with its first and last times, and a caption when snapshots were left out."""
-    first, last = _iso(drawn[0].ms), _iso(drawn[-1].ms)
-    parts = [
-        _line(box.left, box.bottom, box.right, box.bottom, "axis"),
-        _text(box.left, box.bottom + 16, first, "axis-label"),
-    ]
-    parts += [_text(box.right, box.bottom + 16, last, "axis-label", "end")] if last != first else []
+def _frame(drawn: Sequence[_Row], total: int, width: int, box: _Box, xs: Sequence[float]) -> str:
+    """The axis with the times of some snapshots under their points (``_label_xs``), and a caption when
+    snapshots were left out."""
+    parts = [_line(box.left, box.bottom, box.right, box.bottom, "axis")]
+    for i, centre in _label_xs(xs, box):
+        parts += [
+            _line(xs[i], box.bottom, xs[i], box.bottom + 4, "tick"),
+            _text(centre, box.bottom + 16, _iso(drawn[i].ms), "axis-label", "middle"),
+        ]
     if len(drawn) < total:
         note = f"Showing the most recent {len(drawn):,} of {total:,} snapshots."
         parts.append(_text(width - 8, 14, note, "caption", "end"))
@@ -166,7 +189,7 @@ def _frame(drawn: Sequence[_Row], total: int, width: int, box: _Box) -> str:
 
 
 def _svg(kind: str, title: str, drawn: Sequence[_Row], width: int, height: int, body: Iterable[str]) -> Markup:
-    label = f"{title}: {len(drawn)} snapshots from {_iso(drawn[0].ms)} to {_iso(drawn[-1].ms)}"
+    label = f"{title}: {len(drawn)} snapshots from {_iso(drawn[0].ms)} to {_iso(drawn[-1].ms)}, in order"
     return Markup(  # noqa: S704 - every text in ``body`` went through ``escape``
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {kind}" role="img" aria-label="{escape(label)}" '
         f'viewBox="0 0 {width} {height}" data-points="{len(drawn)}">{"".join(body)}</svg>'
@@ -186,7 +209,7 @@ def _band(
     most = _human(scale, 1000, _COUNTS)
     parts = [
         _line(band.left, mid, band.right, mid, "zero-line"),
-        _text(band.left + 4, band.top + 9, name, "band-label"),
+        _text(band.left - 6, mid + 4, name, "band-label", "end"),  # in the left margin: no bar runs over it
     ]
     parts += [_text(band.left - 6, band.top + 9, f"+{most}", "axis-label", "end")]
     parts += [_text(band.left - 6, band.bottom, f"-{most}", "axis-label", "end")]
@@ -226,16 +249,16 @@ def snapshot_timeline(
     drawn, width, height = _recent(_rows(snapshots), max_points), max(width, 320), max(height, 160)
     box = _Box(64.0, 24.0, width - 16.0, height - 24.0)
     split = box.top + (box.bottom - box.top) * 0.62
-    records, files = box._replace(bottom=split - 6), box._replace(top=split + 6)
-    xs, classes = _xs([row.ms for row in drawn], box), [_op_class(row.operation) for row in drawn]
+    records, files = box._replace(bottom=split - 6), box._replace(top=split + 6, bottom=box.bottom - 2)
+    xs, classes = _xs(len(drawn), box), [_op_class(row.operation) for row in drawn]
     numbers = [[_count(row.summary.get(key)) for key in _CHANGES] for row in drawn]
     present, mid = set(classes), (records.top + records.bottom) / 2
-    bar = max(1.0, min(10.0, 0.6 * (box.right - box.left) / len(drawn)))  # the files' bars are half as wide
+    bar = min(10.0, 0.6 * (box.right - box.left) / len(drawn))  # within a slot; the files' bars are half as wide
     body = [
         _legend(((f"op-{op}", op) for op in (*OPERATIONS, "other") if f"op-{op}" in present), 8, 14),
         _band(records, "records", [(n[0], n[1]) for n in numbers], xs, classes, bar),
         _band(files, "files", [(n[2], n[3]) for n in numbers], xs, classes, bar / 2),
-        _frame(drawn, len(snapshots), width, box),
+        _frame(drawn, len(snapshots), width, box, xs),
         *(_point(x, mid, row, n) for x, row, n in zip(xs, drawn, numbers, strict=True)),
     ]
     return _svg("snapshot-timeline", "Snapshot timeline", drawn, width, height, body)
@@ -244,16 +267,21 @@ def snapshot_timeline(
 def _series(box: _Box, total: _Total, xs: Sequence[float], values: Sequence[int | None]) -> str:
     """One total as a polyline over the snapshots that carry it, its scale labelled on its side."""
     scale = max((v for v in values if v is not None), default=1) or 1
-    points = " ".join(
-        f"{x:.1f},{box.bottom - v / scale * (box.bottom - box.top):.1f}"
-        for x, v in zip(xs, values, strict=True)
-        if v is not None
-    )
-    if not points:
+    at = [
+        (x, box.bottom - v / scale * (box.bottom - box.top)) for x, v in zip(xs, values, strict=True) if v is not None
+    ]
+    if not at:
         return ""
+    points = " ".join(f"{x:.1f},{y:.1f}" for x, y in at)
+    # a line of one point draws nothing: few points are marked, so each is seen
+    marks = (
+        "".join(f'<circle class="mark {total.cls}" cx="{x:.1f}" cy="{y:.1f}" r="3"/>' for x, y in at)
+        if len(at) <= MARKED
+        else ""
+    )
     edge, anchor = (box.left - 6, "end") if total.left else (box.right + 6, "start")
     return (
-        f'<polyline class="series {total.cls}" points="{points}"/>'
+        f'<polyline class="series {total.cls}" points="{points}"/>{marks}'
         + _text(edge, box.top + 9, _human(scale, total.base, total.units), "axis-label", anchor)
         + _text(edge, box.bottom, "0", "axis-label", anchor)
     )
@@ -268,9 +296,14 @@ def size_over_time(
         return _empty("No size totals in the snapshot summaries.")
     drawn, width, height = _recent(sized, max_points), max(width, 320), max(height, 120)
     box = _Box(64.0, 24.0, width - 72.0, height - 24.0)
-    xs = _xs([row.ms for row in drawn], box)
-    body = [_legend(((total.cls, total.name) for total in _TOTALS), 8, 14), _frame(drawn, len(sized), width, box)]
+    xs = _xs(len(drawn), box)
+    drawn_totals, series = [], []
     for total in _TOTALS:
         values = [None if row.summary.get(total.key) is None else _count(row.summary.get(total.key)) for row in drawn]
-        body.append(_series(box, total, xs, values))
+        line = _series(box, total, xs, values)
+        if line:
+            drawn_totals.append(total)
+            series.append(line)
+    legend = _legend(((total.cls, total.name) for total in drawn_totals), 8, 14)
+    body = [legend, _frame(drawn, len(sized), width, box, xs), *series]
     return _svg("size-over-time", "Table size over time", drawn, width, height, body)

@@ -70,13 +70,24 @@ class Entry:
     left_out: int
 
 
+SNAPSHOT_COLUMNS = (
+    *("added-records", "deleted-records", "added-data-files", "deleted-data-files"),
+    *("added-delete-files", "removed-delete-files", "total-records"),
+)
+"""The snapshot summary's numbers the snapshots table shows, in its columns' order (empty when absent)."""
+
+
 @dataclass(frozen=True)
 class SnapshotRow:
     snapshot_id: int
     timestamp_ms: int
     operation: str
     added_records: str
+    deleted_records: str
     added_files: str
+    deleted_files: str
+    added_delete_files: str
+    removed_delete_files: str
     total_records: str
 
 
@@ -89,7 +100,7 @@ def _snapshot_row(snapshot: Any) -> SnapshotRow:
     summary = snapshot.summary
     extra = summary.additional_properties if summary is not None else {}
     operation = summary.operation.value if summary is not None else ""
-    numbers = (windows.cut(extra.get(key, ""), 40) for key in ("added-records", "added-data-files", "total-records"))
+    numbers = (windows.cut(extra.get(key, ""), 40) for key in SNAPSHOT_COLUMNS)
     return SnapshotRow(snapshot.snapshot_id, snapshot.timestamp_ms, operation, *numbers)
 
 

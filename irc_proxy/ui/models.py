@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
@@ -40,7 +40,7 @@ class SchemaChange:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
-    """``path: old -> new`` for a type, requiredness or rename of the same field id."""
+    """``path: what changed`` for a rename, a type, requiredness, doc or default of the same field id."""
     left_out: int = 0
     """Names not listed (over ``NAMES_PER_CHANGE`` of a kind)."""
 
@@ -104,18 +104,48 @@ def schema_history(schemas: Sequence[Schema], check: Callable[[], None] = lambda
     return schema_changes(ordered, range(len(ordered)), check)
 
 
+_COMPARED = ("renamed", "type", "requiredness", "doc", "initial default", "write default")
+"""What is compared of a field kept by id from one schema to the next (its path, then these)."""
+SHOWN_TEXT = 80
+"""Characters of a doc or default shown in a schema change (the schema table shows the whole doc)."""
+
+
+def _compared(nested: NestedField, path: str) -> tuple[str, ...]:
+    """What a schema change compares of one field, as text (a default's JSON text: ``None`` is no default)."""
+    required = "required" if nested.required else "optional"
+    defaults = (getattr(nested, "initial_default", None), getattr(nested, "write_default", None))
+    shown = ["" if value is None else repr(value) for value in defaults]
+    return (path, _type_name(nested.field_type), required, nested.doc or "", *shown)
+
+
+def _described(what: str, old: str, new: str) -> str:
+    """One change of a field: ``type int -> long``, ``doc set to 'x'``, ``write default removed``."""
+    if what in ("renamed", "type", "requiredness"):
+        return f"{what} {old} -> {new}" if what != "requiredness" else f"{old} -> {new}"
+    if not old:
+        return f"{what} set to {_quoted(new)}"
+    if not new:
+        return f"{what} removed (was {_quoted(old)})"
+    return f"{what} {_quoted(old)} -> {_quoted(new)}"
+
+
+def _quoted(text: str) -> str:
+    shown = text if len(text) <= SHOWN_TEXT else text[:SHOWN_TEXT] + "…"
+    return shown if shown.startswith("'") else f"'{shown}'"
+
+
 def schema_changes(ordered: Sequence[Schema], which: Sequence[int], check: Callable[[], None]) -> list[SchemaChange]:
     """The changes of the schemas at positions ``which`` of ``ordered`` (sorted by id), each against the one
     before it; at most ``NAMES_PER_CHANGE`` names per kind of change, the rest counted in ``left_out``."""
     changes = []
-    walked: dict[int, dict[int, tuple[str, str, bool]]] = {}  # the last two schemas' fields: newest first reuses one
+    walked: dict[int, dict[int, tuple[str, ...]]] = {}  # the last two schemas' fields: newest first reuses one
 
-    def rows_of(position: int) -> dict[int, tuple[str, str, bool]]:
+    def rows_of(position: int) -> dict[int, tuple[str, ...]]:
         if position not in walked:
             if len(walked) > 1:
                 walked.pop(next(iter(walked)))
             fields = walk_fields(ordered[position], check)
-            walked[position] = {f.field_id: (path, _type_name(f.field_type), f.required) for f, path, _ in fields}
+            walked[position] = {f.field_id: _compared(f, path) for f, path, _ in fields}
         return walked[position]
 
     for position in which:
@@ -130,17 +160,34 @@ def schema_changes(ordered: Sequence[Schema], which: Sequence[int], check: Calla
             old, new = before[field_id], now[field_id]
             if old == new:
                 continue
-            described = [
-                f"{what} {a} -> {b}"
-                for what, a, b in zip(("renamed", "type", "required"), old, new, strict=True)
-                if a != b
-            ]
+            described = [_described(what, a, b) for what, a, b in zip(_COMPARED, old, new, strict=True) if a != b]
             changed.append(f"{new[0]}: " + ", ".join(described))
         for listed, names in ((change.added, added), (change.removed, removed), (change.changed, changed)):
             listed.extend(names[:NAMES_PER_CHANGE])
         left_out = sum(max(0, len(names) - NAMES_PER_CHANGE) for names in (added, removed, changed))
         changes.append(SchemaChange(change.schema_id, change.added, change.removed, change.changed, left_out))
     return changes
+
+
+_UNITS = (("year", 365 * 86_400), ("day", 86_400), ("hour", 3_600), ("minute", 60), ("second", 1))
+
+
+def duration(span: timedelta) -> str:
+    """A span as people say it, its two largest units: ``7 days``, ``3 hours``, ``1 day 12 hours``, ``no time``."""
+    seconds = int(span.total_seconds())
+    parts = []
+    for name, size in _UNITS:
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+        if len(parts) == 2:
+            break
+    return " ".join(parts) or "no time"
+
+
+def file_name(location: str) -> str:
+    """The last part of a file's location (``…/metadata/00003-x.metadata.json``), the whole of it if none."""
+    return location.rstrip("/").rsplit("/", 1)[-1] or location
 
 
 def moment(timestamp_ms: int) -> str:

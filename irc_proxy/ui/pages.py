@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
@@ -22,10 +22,12 @@ from irc_proxy.handling.catalog import LIST_VIEWS, Catalog
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.operations import namespace_ops, policy
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
-from irc_proxy.ui import audit_sampling, budget, drawing, models, windows
+from irc_proxy.ui import audit_sampling, budget, drawing, links, models, preview, search, windows
 from irc_proxy.ui.budget import Deadline
+from irc_proxy.ui.links import ns_path
 from irc_proxy.ui.session import (
     UI_PREFIX,
     check_csrf,
@@ -51,14 +53,10 @@ SECURITY_HEADERS = {
 Page = Callable[[Request], Awaitable[Response]]
 
 
-def ns_path(namespace: Namespace) -> str:
-    """A namespace as one path segment: levels percent-encoded, joined by ``%1F`` (as the REST API)."""
-    return "%1F".join(quote(level, safe="") for level in namespace)
-
-
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("irc_proxy.ui"), autoescape=select_autoescape(default=True))
-    env.globals |= {"ns_path": ns_path, "quote": lambda text: quote(text, safe=""), "moment": models.moment}
+    env.globals |= {"ns_path": ns_path, "quote": links.segment, "moment": models.moment}
+    env.globals |= {"duration": models.duration, "file_name": models.file_name}
     env.filters["cut"] = windows.cut
     return env
 
@@ -105,6 +103,7 @@ def page(operation: str) -> Callable[[Page], Page]:
 
     def wrap(handler: Page) -> Page:
         async def endpoint(request: Request) -> Response:
+            links.unmarked(request.path_params)
             parsing.context(request).audit.name(f"ui.{operation}", request.path_params)
             try:
                 await access.of(request, catalog="").grants()  # looked up once: the header shows admins their pages
@@ -312,6 +311,46 @@ def _version_pair(request: Request, ids: set[int], current: int) -> tuple[int | 
         return int(old), int(new)
     before = max((i for i in ids if i < current), default=None)
     return (before, current) if before is not None else (None, None)
+
+
+@page("search")
+async def search_page(request: Request) -> Response:
+    """A catalog's namespaces, tables and views whose names contain ``?q=`` (``ui.search``: what the caller's
+    listings show, bounded)."""
+    catalog = parsing.catalog(request)
+    text = search.query_of(request)
+    found = None
+    if text:
+        budget.deadline(request)  # the wait for the caller's turn counts against the page's budget
+        async with budget.turn(request):
+            found = await search.search(request, catalog, text)
+    values: dict[str, Any] = {"catalog": catalog.name, "namespace": (), "q": text, "found": found}
+    return render(request, "search.html", search_max_chars=search.MAX_QUERY_CHARS, **values)
+
+
+@page("table.preview")
+async def preview_page(request: Request) -> Response:
+    """Up to ``server.ui_preview_rows`` rows of a table's current snapshot (``ui.preview``), for a caller who
+    may plan a scan of it (``table.read``); read in a console worker slot within the page's budget."""
+    catalog, ident = parsing.catalog(request), parsing.table_param(request)
+    await _authorize(request, catalog, "planTableScan", ident)
+    server = app_state(request).settings.server
+    values: dict[str, Any] = {"catalog": catalog.name, "ident": ident, "rows_asked": server.ui_preview_rows}
+    if server.ui_preview_rows == 0:
+        return render(
+            request,
+            "preview.html",
+            shown=None,
+            why="Table previews are turned off (server.ui_preview_rows = 0).",
+            **values,
+        )
+    budget.deadline(request)
+    table = await preview.open_table(request, catalog, ident)
+
+    def build(due: Deadline) -> dict[str, Any]:
+        return {"shown": preview.read_rows(table, server.ui_preview_rows, server.ui_preview_max_bytes, due)}
+
+    return await render_bounded(request, "preview.html", build, why="", **values)
 
 
 async def _authorize(request: Request, catalog: Catalog, operation: str, ident: TableIdent) -> None:

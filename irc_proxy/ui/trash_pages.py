@@ -15,7 +15,8 @@ from irc_proxy.handling.operations import trash_ops
 from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
 from irc_proxy.http import access, parsing
 from irc_proxy.numbers import is_number
-from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, form_fields, ns_path, page, render
+from irc_proxy.ui.links import ns_path, segment
+from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, form_fields, page, render
 from irc_proxy.ui.session import UI_PREFIX, check_csrf
 
 
@@ -65,8 +66,8 @@ async def restore(request: Request) -> Response:
     checks = access.of(request)
     restored = await trash_ops.restore_entry(checks, _trash(request), catalog, request.path_params["entry"], wanted)
     kind = "views" if restored.kind == "view" else "tables"
-    where = f"{UI_PREFIX}/catalogs/{quote(catalog.name, safe='')}/namespaces/{ns_path(restored.ident.namespace)}"
-    target_url = f"{where}/{kind}/{quote(restored.ident.name, safe='')}"
+    where = f"{UI_PREFIX}/catalogs/{segment(catalog.name)}/namespaces/{ns_path(restored.ident.namespace)}"
+    target_url = f"{where}/{kind}/{segment(restored.ident.name)}"
     return RedirectResponse(target_url, status_code=303, headers=SECURITY_HEADERS)
 
 

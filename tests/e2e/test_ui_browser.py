@@ -67,6 +67,26 @@ def test_a_table_spark_wrote_shows_its_schema_and_one_chart_point_per_snapshot(
     shot(page, "error-404")
 
 
+@pytest.mark.parametrize(("version", "kind"), [(2, "position-deletes"), (3, "deletion-vectors")])
+def test_a_preview_applies_the_position_deletes_and_deletion_vectors_spark_wrote(
+    spark: Any, proxy: ProxyProcess, page: Page, ns_name: str, version: int, kind: str
+) -> None:
+    table = f"irc.{ns_name}.merged_v{version}"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS irc.{ns_name}")
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT, city STRING) USING iceberg TBLPROPERTIES ('format-version'='{version}', "
+        "'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read')"
+    )
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'Oslo'), (2, 'Lima'), (3, 'Kyiv'), (4, 'Pune'), (5, 'Bern')")
+    spark.sql(f"DELETE FROM {table} WHERE id IN (2, 4)")
+    assert spark.sql(f"SELECT * FROM {table}.delete_files").count() >= 1  # merge-on-read: a delete file, not a rewrite
+    page.goto(f"{proxy.url}/ui/catalogs/local/namespaces/{ns_name}/tables/merged_v{version}/preview")
+    ids = sorted(int(t) for t in page.locator("table.preview td.number").all_inner_texts())
+    assert ids == [1, 3, 5], kind
+    assert page.locator("p.note").count() == 0
+    shot(page, f"preview-{kind}")
+
+
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyProcess, tuple[str, str]]]:
     server = ProxyProcess(tmp_path_factory.mktemp("ui-browser"), AUTH_CONFIG).start()

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pyarrow as pa
 import pytest
+from pyiceberg.catalog.rest import RestCatalog
 
 from tests.support.console import csrf_of, root_config, signed_in
 from tests.support.federation import rest_catalog, start_front, start_remote
@@ -261,6 +263,30 @@ def test_a_federated_v3_tables_page_shows_the_encryption_keys_pyicebergs_parser_
         assert "<dt>Format version</dt><dd>3</dd>" in page.text
         assert "<dt>Encryption keys</dt><dd>1</dd>" in page.text
         assert "<dt>Next row id</dt><dd>0</dd>" in page.text
+    finally:
+        front.stop()
+        remote.stop()
+
+
+def test_a_federated_catalogs_table_is_previewed_with_what_its_remote_catalog_answers(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The preview asks the catalog to open the table, as scan planning does: a remote catalog's table is read
+    through the storage access the upstream answers with, rows and deletes as the upstream's metadata says."""
+    remote = start_remote(tmp_path_factory.mktemp("ui-preview-remote"))
+    front = start_front(tmp_path_factory.mktemp("ui-preview-front"), rest_catalog("fed", remote.url))
+    try:
+        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=federation_token(remote.url))
+        writer.create_namespace("a")
+        rows = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "name": ["one", "two", "three", "four"]})
+        table = writer.create_table("a.t", schema=rows.schema)
+        table.append(rows)
+        table.delete("id = 2")
+        with httpx.Client(base_url=front.url, timeout=60) as browser:
+            page = browser.get("/ui/catalogs/fed/namespaces/a/tables/t/preview")
+        assert page.status_code == 200, page.text
+        assert sorted(re.findall(r'<td class="number">(\d+)</td>', page.text)) == ["1", "3", "4"]
+        assert "three" in page.text and ">two<" not in page.text
     finally:
         front.stop()
         remote.stop()

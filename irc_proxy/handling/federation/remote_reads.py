@@ -88,8 +88,11 @@ class RemoteReads:
             data = await self._threads.run(read, location, "Table metadata file")
             return parse_metadata(ServedTableMetadata, data, location, "Table metadata file").root
 
-        def files(metadata: TableMetadata) -> tuple[Read, Owns]:
-            return read, TableFiles(metadata, None).owns
+        def files(metadata: TableMetadata, max_bytes: int | None = None) -> tuple[Read, Owns]:
+            bounded = read
+            if max_bytes is not None:
+                bounded = BoundedReader(_VendedIO(io), ReadLimits(max_bytes, self._limits.timeout)).read
+            return bounded, TableFiles(metadata, None).owns
 
         return OpenedTable(load, f"{self._catalog}/{current.table_uuid}", metadata_at, files)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 import xml.etree.ElementTree as ET
 
@@ -255,3 +256,39 @@ def test_a_snapshot_without_summary_is_drawn_as_other_with_zeros() -> None:
     assert classes(point) == {"point", "op-other"}
     assert title_of(point).splitlines()[2:] == ["no summary", "records +0 / -0", "data files +0 / -0"]
     assert size_over_time([bare]) == Markup('<p class="empty">No size totals in the snapshot summaries.</p>')
+
+
+def test_nine_snapshots_within_a_second_are_spaced_evenly_by_order() -> None:
+    snapshots = [snapshot(0, at=START_MS - 86_400_000), *(snapshot(n, at=START_MS + n * 100) for n in range(1, 10))]
+    root = parse(snapshot_timeline(snapshots))
+    xs = [float(p.get("cx", "")) for p in points(root)]
+    gaps = {round(b - a, 1) for a, b in itertools.pairwise(xs)}
+    assert len(xs) == 10 and len(gaps) == 1  # one day then nine within a second: still equal steps
+
+
+def test_bars_stay_inside_the_plot_and_time_labels_do_not_overlap() -> None:
+    many = [snapshot(n, **{"added-records": "5", "deleted-data-files": "2"}) for n in range(300)]
+    for drawn in (many, many[:1], many[:9]):
+        root = parse(snapshot_timeline(drawn))
+        _, _, width, _height = map(float, root.get("viewBox", "").split())
+        axis = next(e for e in root.iter(f"{SVG}line") if "axis" in classes(e))
+        left, right, bottom = float(axis.get("x1", "")), float(axis.get("x2", "")), float(axis.get("y1", ""))
+        for bar in elements_with(root, "bar"):
+            x, w = float(bar.get("x", "")), float(bar.get("width", ""))
+            assert left <= x and x + w <= right
+            assert float(bar.get("y", "")) + float(bar.get("height", "")) <= bottom
+        labels = [e for e in elements_with(root, "axis-label") if float(e.get("y", "")) > bottom]
+        spans = []
+        for label in labels:
+            x, anchor = float(label.get("x", "")), label.get("text-anchor")
+            start = x if anchor == "start" else x - 120 if anchor == "end" else x - 60
+            assert start >= 0 and start + 120 <= width
+            spans.append((start, start + 120))
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+
+
+def test_size_chart_names_in_its_legend_only_the_totals_it_draws() -> None:
+    root = parse(size_over_time([snapshot(0, **{"total-records": "10"})]))
+    assert [e.text for e in elements_with(root, "legend-label")] == ["total records"]
+    assert len(elements_with(root, "mark")) == 1  # one point: marked, since a line of one point is invisible

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, ListType, LongType, MapType, NestedField, StringType, StructType
@@ -95,3 +97,41 @@ def test_moments_are_utc_seconds_and_never_raise() -> None:
     assert models.moment(1_700_000_000_123) == "2023-11-14T22:13:20Z"
     assert models.moment(-5) == "1970-01-01T00:00:00Z"
     assert models.moment(10**20).startswith("9999-12-31")
+
+
+def test_schema_history_names_doc_default_and_requiredness_changes() -> None:
+    first = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "a", StringType()), schema_id=0)
+    second = Schema(
+        NestedField(1, "id", LongType(), required=True, doc="the key"),
+        NestedField(2, "a", StringType(), initial_default="x", write_default="y"),
+        schema_id=1,
+    )
+    third = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "a", StringType()), schema_id=2)
+    history = models.schema_history([first, second, third])
+    assert history[1].changed == [
+        "id: optional -> required, doc set to 'the key'",
+        "a: initial default set to 'x', write default set to 'y'",
+    ]
+    assert history[2].changed == [
+        "id: doc removed (was 'the key')",
+        "a: initial default removed (was 'x'), write default removed (was 'y')",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (7 * 86_400, "7 days"),
+        (3 * 3600, "3 hours"),
+        (86_400 + 7200 + 5, "1 day 2 hours"),
+        (1, "1 second"),
+        (0, "no time"),
+    ],
+)
+def test_durations_are_said_in_their_two_largest_units(seconds: int, said: str) -> None:
+    assert models.duration(timedelta(seconds=seconds)) == said
+
+
+def test_a_metadata_file_is_named_by_its_last_part() -> None:
+    assert models.file_name("s3://b/t/metadata/00001-x.metadata.json") == "00001-x.metadata.json"
+    assert models.file_name("plain") == "plain"
