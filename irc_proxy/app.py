@@ -47,6 +47,7 @@ from irc_proxy.http.app_state import KEY as APP_STATE_KEY
 from irc_proxy.http.app_state import AppState
 from irc_proxy.http.cross_site import CrossSiteGuard, default_hosts
 from irc_proxy.http.errors import EXCEPTION_HANDLERS, no_route
+from irc_proxy.http.front_door import ConsoleRedirect
 from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
 from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
@@ -329,6 +330,8 @@ def create_app(settings: Settings) -> Starlette:
                 allowed_hosts=settings.server.allowed_hosts or default_hosts(settings.server.host),
                 allowed_origins=settings.server.allowed_origins,
             ),
+            # A browser opening `/` goes to the console; API clients keep the JSON 404 (or 401).
+            *([Middleware(ConsoleRedirect)] if settings.server.ui else []),
             Middleware(auth.Authentication),
             Middleware(BodyLimit, limit=settings.server.max_body_bytes),
             Middleware(Idempotency),
