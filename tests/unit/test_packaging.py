@@ -30,3 +30,9 @@ def test_the_build_requires_a_setuptools_that_reads_pep_639() -> None:
     (requirement,) = [r for r in PYPROJECT["build-system"]["requires"] if r.startswith("setuptools")]
     minimum = re.fullmatch(r"setuptools>=(\d+)(\.\d+)*", requirement)
     assert minimum and int(minimum.group(1)) >= 77, requirement
+
+
+def test_the_editable_install_is_a_plain_path_entry_so_pip_prints_no_setuptools_notice() -> None:
+    """Without ``package-dir = {"" = "."}`` setuptools installs ``-e .`` through a meta path finder and prints a
+    12-line "Editable installation" notice on every ``make serve`` of a new checkout; with it, one ``.pth`` line."""
+    assert PYPROJECT["tool"]["setuptools"]["package-dir"] == {"": "."}
