@@ -114,15 +114,17 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
 def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:
     """Record the storage of tables and views that predate the occupancy index, in the background."""
     return [
-        asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run()))
+        asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run))
         for catalog in catalogs.all()
         if catalog.supports(Capability.TABLE_COMMITS)  # the backend holds the tables (a remote catalog's live upstream)
     ]
 
 
-async def _quietly(name: str, work: Awaitable[int]) -> int:
+async def _quietly(name: str, work: Callable[[], Awaitable[int]]) -> int:
+    """``work()``, begun only once the task runs: a task cancelled before (a quick shutdown) leaves no
+    coroutine that was never awaited."""
     try:
-        return await work
+        return await work()
     except CatalogError as exc:  # the next start tries again
         logging.getLogger(__name__).warning("storage index backfill of catalog %s stopped: %s", name, exc)
         return 0
@@ -274,24 +276,7 @@ def create_app(settings: Settings) -> Starlette:
                 scan_planning=scan_planning,
                 trash=trash,
             )
-            yield {
-                APP_STATE_KEY: shared,
-                "catalogs": catalogs,
-                "threads": threads,  # the shared worker pool, for handlers that parse large bodies
-                "settings": settings,
-                "authenticator": authenticator,
-                "authorizer": authorizer,
-                "audit_reader": shared.audit_reader,
-                "token_service": token_service,
-                "auditor": auditor,
-                "idempotency": idempotency,
-                "readiness": shared.readiness,
-                "page_tokens": shared.page_tokens,
-                "revocations": revocations,
-                "csrf_keys": shared.csrf_keys,
-                "scan_planning": scan_planning,
-                "trash": trash,
-            }
+            yield {APP_STATE_KEY: shared}
         finally:
             expiry.cancel()
             await scan_planning.close()

@@ -20,6 +20,7 @@ from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.operations import view_ops
 from irc_proxy.handling.paging import Page
 from irc_proxy.http import parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.routes import NS, TABLE, VIEW
 
 
@@ -41,7 +42,7 @@ async def _forwarded(
     reply = await catalog.forwarder.send(context, call)
     if reply.status != 200:
         raise from_error_body(reply.status, reply.body)
-    threads = request.state.threads
+    threads = app_state(request).threads
     try:
         return await threads.run(json.loads, reply.body)
     except ValueError:
@@ -67,7 +68,7 @@ async def load_table(request: Request, catalog: Catalog, ident: TableIdent) -> t
     if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
         raise NotFound(f"The remote catalog answered no metadata for table {ident}")
     raw = json.dumps(body["metadata"])
-    metadata = await request.state.threads.run(TableMetadataUtil.parse_raw, raw)
+    metadata = await app_state(request).threads.run(TableMetadataUtil.parse_raw, raw)
     return str(body.get("metadata-location") or ""), metadata
 
 
@@ -79,7 +80,7 @@ async def load_view(request: Request, catalog: Catalog, ident: TableIdent) -> tu
         return view.metadata_location, view.metadata, True
     if not isinstance(body, dict) or not isinstance(body.get("metadata"), dict):
         raise NotFound(f"The remote catalog answered no metadata for view {ident}")
-    metadata = await request.state.threads.run(ViewMetadata.model_validate, body["metadata"])
+    metadata = await app_state(request).threads.run(ViewMetadata.model_validate, body["metadata"])
     return str(body.get("metadata-location") or ""), metadata, False
 
 

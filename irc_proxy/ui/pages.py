@@ -23,6 +23,7 @@ from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.operations import namespace_ops, policy, table_ops, view_ops
 from irc_proxy.handling.paging import PageRequest
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
 from irc_proxy.ui import audit_sampling, budget, drawing, loading, models, windows
@@ -71,7 +72,7 @@ def _common(request: Request, values: dict[str, Any]) -> dict[str, Any]:
     context = parsing.context(request)
     values |= {"principal": context.principal, "csrf": csrf_token(request), "prefix": UI_PREFIX}
     values.setdefault("is_admin", context.grants is not None and context.grants.admin)
-    values.setdefault("auth_mode", request.state.settings.auth.mode)
+    values.setdefault("auth_mode", app_state(request).settings.auth.mode)
     return values
 
 
@@ -144,7 +145,13 @@ def _page_request(request: Request, key: str) -> PageRequest:
 # Signing in ------------------------------------------------------------------------------------------------
 async def login_form(request: Request) -> Response:
     parsing.context(request).audit.name("ui.login")
-    return render(request, "login.html", next=safe_next(request.query_params.get("next", "")), error=None)
+    return _login_page(request, 200, safe_next(request.query_params.get("next", "")), None)
+
+
+def _login_page(request: Request, code: int, target: str, error: str | None) -> Response:
+    """The sign-in form; with ``auth.mode = "oidc"`` it links to the provider named in ``auth.oidc``."""
+    oidc = app_state(request).settings.auth.oidc
+    return render(request, "login.html", code, next=target, error=error, oidc=oidc)
 
 
 async def login(request: Request) -> Response:
@@ -154,7 +161,7 @@ async def login(request: Request) -> Response:
     target = safe_next(form.get("next", ""))
     try:
         check_csrf(request, str(form.get("csrf", "")))
-        service = request.state.token_service
+        service = app_state(request).token_service
         if service is None:
             raise BadRequest('Signing in with a client id and secret needs auth.mode = "oauth2"')
         client_id = str(form.get("client_id", ""))
@@ -162,10 +169,10 @@ async def login(request: Request) -> Response:
         issued = await service.issue("client_credentials", client_id, str(form.get("client_secret", "")), "", address)
     except TokenRequestError as exc:
         parsing.context(request).audit.note("denied", f"{exc.error}: {exc.description}")
-        return render(request, "login.html", 401, next=target, error="Unknown client id or wrong secret")
+        return _login_page(request, 401, target, "Unknown client id or wrong secret")
     except CatalogError as exc:
         status, _ = classify(exc)
-        return render(request, "login.html", status, next=target, error=exc.message)
+        return _login_page(request, status, target, exc.message)
     parsing.context(request).principal = issued.principal
     response = RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
     set_session(response, request, str(issued.body["access_token"]), int(issued.body.get("expires_in", 3600)))
@@ -196,7 +203,7 @@ async def _health(catalog: Catalog) -> str:
 @page("catalogs")
 async def catalogs_page(request: Request) -> Response:
     """Every catalog the caller has a grant in: kind, warehouse and whether its backend answers."""
-    settings = request.state.settings
+    settings = app_state(request).settings
     shown = []
     for catalog in parsing.catalogs(request).all():
         held = await access.of(request, catalog.name).grants()
