@@ -109,6 +109,11 @@ class ScanPlanningSettings(_Strict):
             raise ValueError("must be a positive duration, e.g. PT1H")
         return value
 
+    @property
+    def manifest_cache_bytes(self) -> int:
+        """``manifest_cache_mb`` in bytes."""
+        return self.manifest_cache_mb << 20
+
 
 ScanPlanningMode = Literal["off", "offered", "preferred"]
 
@@ -209,6 +214,16 @@ class ServerSettings(_Strict):
     """Browser origins (`https://app.example.com`) whose requests the REST and management APIs accept; a request with
     any other `Origin` is 403. Default: none (the console is same-origin and uses `/ui`). Comma-separated in the
     environment."""
+
+    @property
+    def metadata_cache_bytes(self) -> int:
+        """``metadata_cache_mb`` in bytes."""
+        return self.metadata_cache_mb << 20
+
+    @property
+    def accepted_hosts(self) -> list[str]:
+        """``allowed_hosts``, or when unset (or empty) the bind address and the loopback names."""
+        return self.allowed_hosts or list(dict.fromkeys([self.host.lower(), "localhost", "127.0.0.1", "::1"]))
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -498,6 +513,17 @@ class RestCatalogSettings(_Strict):
     """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
     auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
 
+    @property
+    def allowed_locations(self) -> list[str]:
+        """Where this catalog's own files may lie: its view warehouse (the upstream keeps the tables). Not a key:
+        the same name as the local and Glue catalogs' key, so every catalog answers it."""
+        return [self.view_warehouse]
+
+    @property
+    def allow_overlapping_locations(self) -> bool:
+        """Not a key for a remote catalog: its views' storage is kept apart."""
+        return False
+
     @field_validator("uri")
     @classmethod
     def _http_uri(cls, value: SecretUrl) -> SecretUrl:
@@ -675,6 +701,17 @@ class Settings(_Strict):
             name: {"kind": "local", **table} if isinstance(table, dict) and "kind" not in table else table
             for name, table in value.items()
         }
+
+    @property
+    def drop_retentions(self) -> dict[str, timedelta]:
+        """Each catalog's trash retention: its own ``drop_retention``, else ``server.drop_retention`` (a remote
+        catalog has no key of its own: its tables are dropped upstream)."""
+        server = self.server.drop_retention
+        retentions = {}
+        for name, catalog in self.catalogs.items():
+            own = catalog.drop_retention if isinstance(catalog, LocalCatalogSettings | GlueCatalogSettings) else None
+            retentions[name] = server if own is None else own
+        return retentions
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:

@@ -24,13 +24,12 @@ from irc_proxy.handling.operations import management, trash_ops
 from irc_proxy.handling.operations.management import GrantSpec, Management
 from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
 from irc_proxy.handling.security.access import Access
-from irc_proxy.handling.security.authn import TokenService
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.bodies import _Body
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.responses import json_response, no_content
 from irc_proxy.numbers import is_number
-from irc_proxy.settings import Settings
 
 BASE = "/management/v1"
 Handler = Callable[[Request], Awaitable[Response]]
@@ -60,13 +59,13 @@ def _path_name(request: Request, key: str) -> str:
 
 def management_of(request: Request) -> Management:
     """The management handler of this request's replica (its caches are cleared by each change)."""
-    settings: Settings = request.state.settings
-    token_service: TokenService | None = getattr(request.state, "token_service", None)
+    shared = app_state(request)
+    token_service = shared.token_service
     return Management(
         access.authorizer(request).store,
-        request.state.threads,
-        [catalog.name for catalog in parsing.catalogs(request).all()],
-        settings.auth.mode == "oauth2",
+        shared.threads,
+        [catalog.name for catalog in shared.catalogs.all()],
+        shared.settings.auth.mode == "oauth2",
         authorizer=access.authorizer(request),
         clients=None if token_service is None else token_service.clients,
     )
@@ -180,7 +179,7 @@ async def query_audit(request: Request) -> Response:
         raise BadRequest("Invalid before-id: the id of a record")
     if params.get("decision") not in (None, "allowed", "denied"):
         raise BadRequest("Invalid decision: allowed or denied")
-    records = await request.state.audit_reader.query(
+    records = await app_state(request).audit_reader.query(
         since=_time(request, "since"),
         until=_time(request, "until"),
         principal=params.get("principal"),
@@ -262,7 +261,7 @@ class RestoreRequest(_Body):
 def _trash(request: Request) -> tuple[Access, Trash, Catalog]:
     catalog = parsing.catalogs(request).get(_path_name(request, "catalog"))
     parsing.context(request).audit.params["prefix"] = quote(catalog.name, safe="")  # the record's catalog
-    trash: Trash = request.state.trash
+    trash = app_state(request).trash
     return access.of(request, catalog=catalog.name), trash, catalog
 
 
