@@ -1,4 +1,4 @@
-"""Shared keys (signing, page-token, CSRF): the first caller stores one, every later caller reads the same."""
+"""Shared signing keys: the first caller stores one, every later caller reads the same, oldest first."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 
 from irc_proxy.stores.keys import shared_signing_keys
-from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.tables import SigningKeyRow
-from irc_proxy.stores.ui_keys import shared_csrf_keys
 
 
 def test_the_first_caller_generates_a_key_and_later_callers_read_it(state_engine: sa.Engine, uid: str) -> None:
@@ -40,13 +38,3 @@ def test_keys_are_returned_oldest_first_and_by_algorithm(state_engine: sa.Engine
         raise AssertionError("a stored key exists: nothing is generated")
 
     assert shared_signing_keys(state_engine, algorithm, never) == [(f"old-{uid}", "o"), (f"new-{uid}", "n")]
-
-
-def test_page_and_csrf_keys_round_trip_their_bytes_and_stay_apart(state_engine: sa.Engine) -> None:
-    page = shared_page_keys(state_engine, lambda: b"\x00\xff" * 16)
-    assert shared_page_keys(state_engine, lambda: b"other") == page
-    assert page[0] == b"\x00\xff" * 16
-    csrf = shared_csrf_keys(state_engine)
-    assert len(csrf[0]) == 32
-    assert shared_csrf_keys(state_engine) == csrf
-    assert csrf[0] not in page
