@@ -98,7 +98,7 @@ def test_every_route_and_method_of_the_app_matches_as_starlettes_scan_does() -> 
             same_answer(PLAIN, INDEXED, method, path + "/")  # a trailing-slash redirect (or a 404)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(method=st.sampled_from(METHODS), parts=st.lists(st.sampled_from(WORDS), min_size=0, max_size=9))
 def test_any_path_made_of_the_apps_words_gets_starlettes_answer(method: str, parts: list[str]) -> None:
     same_answer(PLAIN, INDEXED, method, "/" + "/".join(parts))
@@ -126,7 +126,7 @@ def route_tables(draw: st.DrawFn) -> list[BaseRoute]:
     return routes
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     routes=route_tables(),
     method=st.sampled_from(METHODS),
