@@ -37,7 +37,7 @@ T = TypeVar("T")
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 NS = "/v1/{prefix}/namespaces/{namespace}"
 TABLE = NS + "/tables/{table}"
-SPARK_V3 = Path(__file__).parent / "data" / "spark_v3" / "mor.metadata.json"
+SPARK_V3 = Path(__file__).parent / "tables" / "data" / "spark_v3" / "mor.metadata.json"
 KEY = {"key-id": "k1", "encrypted-key-metadata": "AAEC", "properties": {"kms": "test"}}
 
 
