@@ -22,18 +22,18 @@ from pyiceberg.manifest import ManifestFile, read_manifest_list
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
-from irc_proxy.errors import CatalogError
+from irc_proxy.errors import CatalogError, Unprocessable
 from irc_proxy.handling.storage.locations import InvalidLocation, normalize
 from irc_proxy.handling.storage.purge import read_failure, redact
 from irc_proxy.handling.storage.storage_reads import BoundedReader, TableFiles
 from irc_proxy.memory_files import MemoryFileIO, MemoryInputFile
 
 
-class Incomplete(CatalogError):
+class Incomplete(Unprocessable):
     """A file the retained snapshots reach could not be read: what they keep is unknown."""
 
 
-class TooManyFiles(CatalogError):
+class TooManyFiles(Unprocessable):
     """More files than one run may look at (``maintenance.max_files_per_run``)."""
 
 
