@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.maintenance.jobs import Limits
+from irc_proxy.handling.maintenance.runs import Maintenance, WorkerSettings
 from irc_proxy.handling.operations.backfill import Backfill
 from irc_proxy.handling.operations.scan_plans import PlanningLimits, ScanPlanning
 from irc_proxy.handling.operations.trash import Trash
@@ -63,6 +66,7 @@ from irc_proxy.stores.keys import shared_signing_keys
 from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
+from irc_proxy.stores.maintenance import MaintenanceStore
 from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.revocations import RevocationStore
 from irc_proxy.stores.scan_plans import ScanPlanStore
@@ -158,6 +162,20 @@ def build_trash(
     """The trash of dropped tables and views: each catalog's retention (``Settings.drop_retentions``);
     what happens outside requests (expiry) goes to ``audit``."""
     return Trash(TrashStore(state, threads), settings.drop_retentions, audit)
+
+
+def build_maintenance(
+    settings: Settings, state: Engine, threads: ThreadRunner, audit: Callable[[AuditRecord], None] | None = None
+) -> Maintenance:
+    """Table maintenance runs (``[server.maintenance]``): queued in the state database, run by the worker."""
+    own = settings.server.maintenance
+    worker = WorkerSettings(
+        own.max_concurrent_runs,
+        own.poll_seconds,
+        timedelta(seconds=own.lease_seconds),
+        Limits(own.max_files_per_run, own.orphan_min_age),
+    )
+    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit)
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
@@ -257,6 +275,8 @@ def create_app(settings: Settings) -> Starlette:
         expiry = asyncio.create_task(
             trash.run_expiry({c.name: c for c in catalogs.all()}, settings.server.trash_expiry_interval_seconds)
         )
+        maintenance = build_maintenance(settings, state, threads, auditor.submit)
+        worker = asyncio.create_task(maintenance.run_worker({c.name: c for c in catalogs.all()}))
         try:
             shared = AppState(
                 settings=settings,
@@ -274,10 +294,12 @@ def create_app(settings: Settings) -> Starlette:
                 readiness=readiness_checks(threads, state, catalogs),
                 scan_planning=scan_planning,
                 trash=trash,
+                maintenance=maintenance,
             )
             yield {APP_STATE_KEY: shared}
         finally:
             expiry.cancel()
+            worker.cancel()
             await scan_planning.close()
             for task in backfills:
                 task.cancel()

@@ -118,6 +118,32 @@ class ScanPlanningSettings(_Strict):
 ScanPlanningMode = Literal["off", "offered", "preferred"]
 
 
+class MaintenanceSettings(_Strict):
+    """Table maintenance runs (``[server.maintenance]``): requested through the management API or `irc-proxy maintenance
+    run`, run by a worker in every replica (see "Table maintenance"). Scheduled maintenance is not offered yet."""
+
+    max_concurrent_runs: Annotated[int, Field(ge=0, le=64)] = 2
+    """Runs one replica works on at once (one run per table across all replicas); `0`: this replica runs none (others
+    may)."""
+    poll_seconds: Annotated[float, Field(gt=0, le=3600)] = 5.0
+    """How often an idle worker looks for queued runs in the state database."""
+    lease_seconds: Annotated[float, Field(ge=1, le=86_400)] = 300.0
+    """A running run's claim, renewed while it works; a replica that died mid-run leaves it to another after this."""
+    orphan_min_age: timedelta = timedelta(days=3)
+    """`remove-orphan-files` deletes only files older than this (ISO-8601 duration): files of a write in flight are not
+    yet in the table's metadata."""
+    max_files_per_run: Annotated[int, Field(ge=1, le=100_000_000)] = 1_000_000
+    """Most files one job lists, reads from manifests and deletes; a table that reaches more fails the job (nothing
+    deleted), a longer listing or deletion stops there (the next run goes on)."""
+
+    @field_validator("orphan_min_age")
+    @classmethod
+    def _at_least_an_hour(cls, value: timedelta) -> timedelta:
+        if value < timedelta(hours=1):
+            raise ValueError("must be at least PT1H: younger files may belong to a commit in flight")
+        return value
+
+
 class ServerSettings(_Strict):
     """The HTTP server."""
 
@@ -182,6 +208,7 @@ class ServerSettings(_Strict):
     """ISO-8601 duration advertised in `/v1/config`: `Idempotency-Key` support and how long outcomes are kept; `PT0S`
     turns it off."""
     scan_planning: ScanPlanningSettings = ScanPlanningSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
     drop_retention: timedelta = timedelta(days=7)
     """How long a dropped table or view (local and Glue catalogs) stays in the trash, restorable; a purge asked for with
     the drop waits for its end; `PT0S` drops and purges at once."""

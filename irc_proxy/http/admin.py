@@ -1,5 +1,6 @@
 """The management API under ``/management/v1``: principals, roles, grants and the audit trail (admins only),
-and the trash of dropped tables and views (held to the privileges of ``handling.operations.trash_ops``).
+the trash of dropped tables and views (held to the privileges of ``handling.operations.trash_ops``) and table
+maintenance runs (``table.write`` on the table: ``handling.operations.maintenance_ops``).
 
 Errors use the Iceberg error model, like the catalog API. Every change is audited and takes effect
 on this replica at once (others within ``auth.grants_cache_seconds``).
@@ -19,8 +20,9 @@ from starlette.routing import Route
 
 from irc_proxy.errors import BadRequest, MethodNotAllowed
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.runs import Maintenance
 from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.operations import management, trash_ops
+from irc_proxy.handling.operations import maintenance_ops, management, trash_ops
 from irc_proxy.handling.operations.management import GrantSpec, Management
 from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
 from irc_proxy.handling.security.access import Access
@@ -313,4 +315,70 @@ ADMIN_ROUTES += [  # not for admins only: trash_ops holds callers to the privile
     _route("/catalogs/{catalog}/trash", _audited, get=("listTrash", list_trash)),
     _route("/catalogs/{catalog}/trash/{entry}", _audited, delete=("expungeTrashEntry", expunge_trash_entry)),
     _route("/catalogs/{catalog}/trash/{entry}/restore", _audited, post=("restoreTrashEntry", restore_trash_entry)),
+]
+
+
+# Table maintenance -----------------------------------------------------------------------------------------
+class MaintenanceTable(_Body):
+    namespace: list[StrictStr]
+    name: StrictStr
+
+
+class MaintenanceRunRequest(_Body):
+    table: MaintenanceTable
+    jobs: list[StrictStr]
+    dry_run: StrictBool = Field(default=False, alias="dry-run")
+
+
+def _maintenance(request: Request) -> tuple[Access, Maintenance, Catalog]:
+    catalog = parsing.catalogs(request).get(_path_name(request, "catalog"))
+    parsing.context(request).audit.params["prefix"] = quote(catalog.name, safe="")  # the record's catalog
+    return access.of(request, catalog=catalog.name), app_state(request).maintenance, catalog
+
+
+async def request_maintenance_run(request: Request) -> Response:
+    """Queue a run; 202 with its id (the worker of some replica runs it)."""
+    checks, maintenance, catalog = _maintenance(request)
+    body = await parsing.body_model(request, MaintenanceRunRequest)
+    validate_namespace(body.table.namespace)
+    ident = TableIdent(tuple(body.table.namespace), body.table.name)
+    run = await maintenance_ops.request_run(checks, maintenance, catalog, ident, body.jobs, body.dry_run)
+    return json_response({"id": run.id, "status": run.status}, 202)
+
+
+async def get_maintenance_run(request: Request) -> Response:
+    checks, maintenance, catalog = _maintenance(request)
+    run = await maintenance_ops.read_run(checks, maintenance, catalog, _path_name(request, "run"))
+    return json_response(run.to_json())
+
+
+async def list_maintenance_runs(request: Request) -> Response:
+    """``?namespace=a%1Fb&table=t&page-size=&page-token=``, newest first (``table`` needs ``namespace``)."""
+    checks, maintenance, catalog = _maintenance(request)
+    query = request.query_params
+    raw_namespace, name = query.get("namespace"), query.get("table")
+    namespace = None if raw_namespace is None else tuple(raw_namespace.split("\x1f"))
+    if name is not None and namespace is None:
+        raise BadRequest("Invalid query: table needs namespace")
+    size, token = query.get("page-size", "100"), query.get("page-token") or "0"
+    if not (is_number(size) and is_number(token, 12)) or not 1 <= int(size) <= 1000:
+        raise BadRequest("Invalid page: page-size must be 1..1000 and page-token one this API returned")
+    table = None if name is None or namespace is None else TableIdent(namespace, name)
+    runs, next_offset = await maintenance_ops.list_runs(
+        checks, maintenance, catalog, table, namespace, int(token), int(size)
+    )
+    body: dict[str, Any] = {"runs": [run.to_json() for run in runs]}
+    if next_offset is not None:
+        body["next-page-token"] = str(next_offset)
+    return json_response(body)
+
+
+ADMIN_ROUTES += [  # not for admins only: maintenance_ops holds callers to table.write on the run's table
+    _route(
+        "/catalogs/{catalog}/maintenance/runs",
+        _audited,
+        get=("listMaintenanceRuns", list_maintenance_runs),
+        post=("requestMaintenanceRun", request_maintenance_run),
+    ),
+    _route("/catalogs/{catalog}/maintenance/runs/{run}", _audited, get=("getMaintenanceRun", get_maintenance_run)),
 ]

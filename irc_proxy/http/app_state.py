@@ -22,6 +22,7 @@ from irc_proxy.handling.security.context import RequestContext
 if TYPE_CHECKING:
     from irc_proxy.audit import Auditor
     from irc_proxy.handling.catalog import Catalogs
+    from irc_proxy.handling.maintenance.runs import Maintenance
     from irc_proxy.handling.operations.scan_plans import ScanPlanning
     from irc_proxy.handling.operations.trash import Trash
     from irc_proxy.handling.paging import PageTokens
@@ -67,6 +68,8 @@ class AppState:
     readiness: Mapping[str, ReadinessCheck]
     scan_planning: ScanPlanning
     trash: Trash
+    maintenance: Maintenance
+    """Table maintenance runs (queued here, run by every replica's worker)."""
 
 
 def from_scope(scope: MutableMapping[str, Any]) -> AppState | None:
