@@ -112,6 +112,22 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms // 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
+def axis_labels(times_ms: Sequence[int]) -> list[str]:
+    """The time labels under the axis, each saying only what changed since the label before it: the first in
+    full (``2024-05-01T12:00:00Z``), then the time alone on the same day (``12:00:07Z``), with milliseconds when
+    the second is the same (``12:00:07.250Z``), so nine snapshots written within a second read apart."""
+    labels: list[str] = []
+    before: int | None = None
+    for ms in times_ms:
+        full = _iso(ms)
+        text = full if before is None or _iso(before)[:10] != full[:10] else full[11:]
+        if before is not None and _iso(before) == full:
+            text = f"{text[:-1]}.{ms % 1000:03d}Z"
+        labels.append(text)
+        before = ms
+    return labels
+
+
 def _op_class(operation: str) -> str:
     return f"op-{operation}" if operation in OPERATIONS else "op-other"
 
@@ -177,10 +193,11 @@ def _frame(drawn: Sequence[_Row], total: int, width: int, box: _Box, xs: Sequenc
     """The axis with the times of some snapshots under their points (``_label_xs``), and a caption when
     snapshots were left out."""
     parts = [_line(box.left, box.bottom, box.right, box.bottom, "axis")]
-    for i, centre in _label_xs(xs, box):
+    placed = _label_xs(xs, box)
+    for (i, centre), text in zip(placed, axis_labels([drawn[i].ms for i, _ in placed]), strict=True):
         parts += [
             _line(xs[i], box.bottom, xs[i], box.bottom + 4, "tick"),
-            _text(centre, box.bottom + 16, _iso(drawn[i].ms), "axis-label", "middle"),
+            _text(centre, box.bottom + 16, text, "axis-label", "middle"),
         ]
     if len(drawn) < total:
         note = f"Showing the most recent {len(drawn):,} of {total:,} snapshots."

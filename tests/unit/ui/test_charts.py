@@ -15,7 +15,7 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
-from irc_proxy.ui.charts import size_over_time, snapshot_timeline
+from irc_proxy.ui.charts import axis_labels, size_over_time, snapshot_timeline
 
 SVG = "{http://www.w3.org/2000/svg}"
 START_MS = 1_700_000_000_000  # 2023-11-14T22:13:20Z
@@ -292,3 +292,21 @@ def test_size_chart_names_in_its_legend_only_the_totals_it_draws() -> None:
     root = parse(size_over_time([snapshot(0, **{"total-records": "10"})]))
     assert [e.text for e in elements_with(root, "legend-label")] == ["total records"]
     assert len(elements_with(root, "mark")) == 1  # one point: marked, since a line of one point is invisible
+
+
+def test_axis_labels_say_only_what_changed_since_the_label_before() -> None:
+    day = 86_400_000
+    times = [START_MS, START_MS + 250, START_MS + 7_000, START_MS + day]
+    assert axis_labels(times) == [
+        "2023-11-14T22:13:20Z",
+        "22:13:20.250Z",
+        "22:13:27Z",
+        "2023-11-15T22:13:20Z",
+    ]
+
+
+def test_a_timeline_of_snapshots_within_one_second_labels_them_apart() -> None:
+    root = parse(snapshot_timeline([snapshot(i, at=START_MS + 100 * i) for i in range(9)]))
+    bottom = max(float(e.get("y", "0")) for e in elements_with(root, "axis-label"))
+    texts = [e.text for e in elements_with(root, "axis-label") if float(e.get("y", "")) == bottom]
+    assert texts[0] == "2023-11-14T22:13:20Z" and len(set(texts)) == len(texts) > 1
