@@ -1,0 +1,80 @@
+"""The preview's decoding bounds on crafted files: a deletion vector of a few kilobytes naming 16 million
+positions (pyiceberg's own reader lists them all: 4 s and 860 MB measured), a position delete file declaring
+more rows than the budget, and a data file whose dictionary expands past it."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyroaring import BitMap
+
+from irc_proxy.ui import preview_reads
+
+DATA = "file:///w/t/data/a.parquet"
+
+
+def _delete(file_format: FileFormat) -> DataFile:
+    return DataFile.from_args(content=DataFileContent.POSITION_DELETES, file_path="d", file_format=file_format)
+
+
+def _puffin(referenced: str, bitmap: BitMap) -> bytes:
+    """A Puffin file with one deletion-vector-v1 blob (CRC not checked by the readers here)."""
+    import json
+
+    vector = (1).to_bytes(8, "little") + (0).to_bytes(4, "little") + bitmap.serialize()
+    blob = (len(vector) + 4).to_bytes(4, "big") + bytes.fromhex("d1d33964") + vector + (0).to_bytes(4, "big")
+    footer = {
+        "blobs": [
+            {
+                "type": "deletion-vector-v1",
+                "fields": [],
+                "snapshot-id": -1,
+                "sequence-number": -1,
+                "offset": 4,
+                "length": len(blob),
+                "properties": {"referenced-data-file": referenced},
+            }
+        ]
+    }
+    payload = json.dumps(footer).encode()
+    return b"PFA1" + blob + b"PFA1" + payload + len(payload).to_bytes(4, "little") + bytes(4) + b"PFA1"
+
+
+def test_a_deletion_vector_naming_16_million_positions_yields_only_those_below_the_rows_kept() -> None:
+    huge = BitMap()
+    huge.add_range(0, 1 << 24)
+    data = _puffin(DATA, huge)
+    assert len(data) < 8192
+    assert sorted(preview_reads.deleted_positions(data, _delete(FileFormat.PUFFIN), DATA, 100, 1 << 20)) == list(
+        range(100)
+    )
+    assert list(preview_reads.deleted_positions(data, _delete(FileFormat.PUFFIN), "other", 100, 1 << 20)) == []
+
+
+def _parquet(table: pa.Table, **options: object) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, **options)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def test_a_position_delete_file_declaring_more_rows_than_the_budget_is_refused() -> None:
+    rows = 1_000_000
+    deletes = pa.table({"file_path": pa.array([DATA] * rows), "pos": pa.array(range(rows), pa.int64())})
+    data = _parquet(deletes)
+    with pytest.raises(preview_reads.TooCostly):
+        preview_reads.deleted_positions(data, _delete(FileFormat.PARQUET), DATA, 100, 1 << 20)
+    assert list(preview_reads.deleted_positions(data, _delete(FileFormat.PARQUET), DATA, 5, 64 << 20)) == list(range(5))
+
+
+def test_a_data_file_whose_dictionary_expands_past_the_budget_is_cut_to_its_first_rows() -> None:
+    column = pa.DictionaryArray.from_arrays(pa.array([0] * 1000, pa.int32()), pa.array(["a" * 100_000]))
+    data = _parquet(pa.table({"s": column}), compression="zstd", store_schema=False)
+    cut, rows, was_cut = preview_reads.data_prefix(data, DATA, 4 << 20, lambda: None)
+    assert was_cut and 0 < rows < 100 and len(cut) < 10 << 20
+    assert pq.read_table(pa.BufferReader(cut)).num_rows == rows
+    whole, rows, was_cut = preview_reads.data_prefix(data, DATA, 200 << 20, lambda: None)
+    assert whole == data and rows == 1000 and not was_cut
+    with pytest.raises(preview_reads.TooCostly):
+        preview_reads.data_prefix(data, DATA, 100_000, lambda: None)
