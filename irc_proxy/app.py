@@ -87,6 +87,7 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
     server = settings.server  # one metadata cache (one byte budget) for all catalogs
     metadata_cache = MetadataCache(server.metadata_cache_mb << 20, server.metadata_recheck_seconds)
     catalogs = {}
+    kept = kept_locations(settings)
     for name, catalog_settings in settings.catalogs.items():
         backend = timed(name, create_backend(name, catalog_settings, threads, locks))
         sts = create_credential_source(catalog_settings, threads)
@@ -107,8 +108,20 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
             getattr(catalog_settings, "allow_overlapping_locations", False),
             ReadLimits(server.max_metadata_bytes, server.storage_timeout_seconds),
             catalog_settings.scan_planning,
+            kept,
         )
     return Catalogs(catalogs, settings.default_catalog)
+
+
+def kept_locations(settings: Settings) -> list[str]:
+    """Where the proxy keeps its own files (its data directory, every served catalog's allowed locations, every
+    remote catalog's view warehouse): a forwarded table's metadata may name them, the proxy never reads them.
+    A remote catalog's ``warehouse`` is the upstream's name for its own storage, not the proxy's."""
+    kept = [Path(settings.data_dir).expanduser().resolve().as_uri()]
+    for catalog in settings.catalogs.values():
+        kept += list(getattr(catalog, "allowed_locations", None) or [])
+        kept += [views] if (views := getattr(catalog, "view_warehouse", "")) else []
+    return kept
 
 
 def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy
+import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import FileIO, InputFile, OutputFile
 from pyiceberg.io.pyarrow import ArrowScan
@@ -39,6 +39,7 @@ from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 from pyiceberg.table.metadata import TableMetadata
+from pyroaring import BitMap
 from starlette.requests import Request
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden
@@ -249,13 +250,11 @@ def _read_file(
         raise _Unreadable(f"The preview reads Parquet data files only, not {data_file.file_format}")
     io.allowed = {path, *(d.file_path for d in deletes)}
     data, kept, cut = preview_reads.data_prefix(io.read(path, "Data file"), path, io.max_decoded, due.check)
-    gone: set[int] = set()
+    gone = BitMap()
     for delete in deletes:
         due.check()
-        gone.update(
-            preview_reads.deleted_positions(
-                io.read(delete.file_path, "Delete file"), delete, path, kept, io.max_decoded
-            )
+        gone |= preview_reads.deleted_positions(
+            io.read(delete.file_path, "Delete file"), delete, path, kept, io.max_decoded
         )
     io.served = {path: data}
     try:
@@ -268,9 +267,8 @@ def _read_file(
         raise _Unreadable(f"A data file could not be read ({type(exc).__name__})") from exc
     finally:
         io.served = {}
-    keep = numpy.ones(table.num_rows, dtype=bool)
-    keep[[p for p in gone if p < table.num_rows]] = False
-    return table.take(numpy.flatnonzero(keep)[:rows]).to_pylist(), cut
+    shown = preview_reads.first_live(gone, table.num_rows, rows)
+    return table.take(pa.array(shown, pa.uint64())).to_pylist(), cut
 
 
 class _Unreadable(BadRequest):

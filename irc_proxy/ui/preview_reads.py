@@ -13,7 +13,8 @@ deletion vector's bitmap is intersected with those rows before a position is lis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from itertools import islice
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +43,13 @@ def _decoded_size(batch: pa.RecordBatch) -> int:
     for column in batch.columns:
         size += column.dictionary_decode().nbytes if pa.types.is_dictionary(column.type) else column.nbytes
     return size
+
+
+def first_live(deleted: BitMap, rows: int, wanted: int) -> list[int]:
+    """The first ``wanted`` of positions ``0..rows-1`` that are not ``deleted`` (compact, whatever their number)."""
+    live = BitMap()
+    live.add_range(0, rows)
+    return list(islice(live - deleted, wanted))
 
 
 def data_prefix(data: bytes, location: str, max_decoded: int, check: Callable[[], None]) -> tuple[bytes, int, bool]:
@@ -83,7 +91,7 @@ def data_prefix(data: bytes, location: str, max_decoded: int, check: Callable[[]
     return sink.getvalue().to_pybytes(), rows, True
 
 
-def deleted_positions(data: bytes, delete: DataFile, data_path: str, rows: int, max_decoded: int) -> Iterable[int]:
+def deleted_positions(data: bytes, delete: DataFile, data_path: str, rows: int, max_decoded: int) -> BitMap:
     """The positions below ``rows`` that ``delete`` (a position delete file or a deletion vector) deletes from
     the data file at ``data_path``. Raises TooCostly past the budget, BadRequest for a format it cannot read."""
     try:
@@ -96,17 +104,20 @@ def deleted_positions(data: bytes, delete: DataFile, data_path: str, rows: int, 
     raise BadRequest(f"The preview cannot apply a {delete.file_format} delete file")
 
 
-def _parquet_positions(data: bytes, data_path: str, rows: int, max_decoded: int) -> list[int]:
+def _parquet_positions(data: bytes, data_path: str, rows: int, max_decoded: int) -> BitMap:
     parquet = pq.ParquetFile(pa.BufferReader(data), read_dictionary=["file_path"])
     declared = parquet.metadata.num_rows
     if declared * POSITION_BYTES > max_decoded:
         raise TooCostly(f"a position delete file declares {declared:,} rows, too many to apply")
     table = parquet.read(columns=["file_path", "pos"], use_threads=False)
     mine = table.filter(pc.and_(pc.equal(table["file_path"], data_path), pc.less(table["pos"], rows)))
-    return [int(p) for p in mine["pos"].to_pylist()]
+    positions = BitMap()
+    for chunk in mine["pos"].chunks:
+        positions.update(chunk.to_pylist())
+    return positions
 
 
-def _vector_positions(data: bytes, data_path: str, rows: int) -> list[int]:
+def _vector_positions(data: bytes, data_path: str, rows: int) -> BitMap:
     """Key 0's bitmap (positions below 2**32) of this data file's deletion vectors, cut to the rows kept."""
     puffin = PuffinFile(data)
     wanted = BitMap()
@@ -119,4 +130,4 @@ def _vector_positions(data: bytes, data_path: str, rows: int) -> list[int]:
         vector = payload[8 : 4 + int.from_bytes(payload[0:4], "big")]
         if int.from_bytes(vector[0:8], "little") and int.from_bytes(vector[8:12], "little") == 0:
             positions |= BitMap.deserialize(vector[12:]) & wanted
-    return list(positions)
+    return positions

@@ -47,7 +47,7 @@ def test_a_deletion_vector_naming_16_million_positions_yields_only_those_below_t
     huge.add_range(0, 1 << 24)
     data = _puffin(DATA, huge)
     assert len(data) < 8192
-    assert sorted(preview_reads.deleted_positions(data, _delete(FileFormat.PUFFIN), DATA, 100, 1 << 20)) == list(
+    assert list(preview_reads.deleted_positions(data, _delete(FileFormat.PUFFIN), DATA, 100, 1 << 20)) == list(
         range(100)
     )
     assert list(preview_reads.deleted_positions(data, _delete(FileFormat.PUFFIN), "other", 100, 1 << 20)) == []
