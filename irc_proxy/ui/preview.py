@@ -61,6 +61,8 @@ MAX_CHARS = 200
 """Characters of one value shown at most."""
 HEX_BYTES = 32
 """Bytes of a binary value shown (as hex) at most."""
+DELETED_ROWS_READ = 1_000_000
+"""Rows of a data file read past the ones shown, at most, for its deletes to remove (as its delete files declare)."""
 FILES_PER_STEP = 8
 """Data files planned at a time (planning stops as soon as the rows are there)."""
 
@@ -227,8 +229,8 @@ def read_rows(table: OpenedTable, rows: int, max_bytes: int, due: Deadline) -> P
         )
     if cut_files:
         preview.notes.append(
-            f"{cut_files:,} data file(s) were read only as far as their rows decode within "
-            "server.ui_preview_max_bytes: their later rows are not shown."
+            f"{cut_files:,} data file(s) were read only in part (as far as their rows decode within "
+            "server.ui_preview_max_bytes, or their deletes declare): their later rows are not shown."
         )
     preview.complete = not steps and taken < rows and not preview.notes
     return preview
@@ -249,14 +251,15 @@ def _read_file(
     if data_file.file_format != FileFormat.PARQUET:
         raise _Unreadable(f"The preview reads Parquet data files only, not {data_file.file_format}")
     io.allowed = {path, *(d.file_path for d in deletes)}
-    data, kept, cut = preview_reads.data_prefix(io.read(path, "Data file"), path, io.max_decoded, due.check)
+    enough = rows + min(sum(d.record_count for d in deletes), DELETED_ROWS_READ)
+    prefix = preview_reads.data_prefix(io.read(path, "Data file"), path, io.max_decoded, enough, due.check)
     gone = BitMap()
     for delete in deletes:
         due.check()
         gone |= preview_reads.deleted_positions(
-            io.read(delete.file_path, "Delete file"), delete, path, kept, io.max_decoded
+            io.read(delete.file_path, "Delete file"), delete, path, prefix.rows, io.max_decoded
         )
-    io.served = {path: data}
+    io.served = {path: prefix.data}
     try:
         table = ArrowScan(metadata, io, projected, AlwaysTrue(), limit=None if gone else rows).to_table(
             [FileScanTask(data_file)]
@@ -268,6 +271,7 @@ def _read_file(
     finally:
         io.served = {}
     shown = preview_reads.first_live(gone, table.num_rows, rows)
+    cut = prefix.over_budget or (not prefix.whole and len(shown) < rows)
     return table.take(pa.array(shown, pa.uint64())).to_pylist(), cut
 
 

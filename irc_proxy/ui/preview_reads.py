@@ -14,6 +14,7 @@ deletion vector's bitmap is intersected with those rows before a position is lis
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import islice
 
 import pyarrow as pa
@@ -25,8 +26,8 @@ from pyroaring import BitMap
 
 from irc_proxy.errors import BadRequest
 
-BATCH_ROWS = 16
-"""Rows decoded at a time while measuring a data file (a batch of huge values is still one small step)."""
+MAX_BATCH_ROWS = 1024
+"""Rows decoded at a time at most while measuring a data file (fewer when its row groups are large)."""
 POSITION_BYTES = 16
 """What one row of a position delete file costs decoded, at most (an int64 position, a dictionary index)."""
 DV_BLOB = "deletion-vector-v1"
@@ -52,43 +53,59 @@ def first_live(deleted: BitMap, rows: int, wanted: int) -> list[int]:
     return list(islice(live - deleted, wanted))
 
 
-def data_prefix(data: bytes, location: str, max_decoded: int, check: Callable[[], None]) -> tuple[bytes, int, bool]:
-    """The data file as the preview reads it: ``(bytes, rows, cut)``; the original bytes when the whole file
-    decodes within ``max_decoded``, else a Parquet file of its first rows that do (``cut``). Raises TooCostly
-    when not even its first rows fit."""
+@dataclass(frozen=True)
+class Prefix:
+    """A data file as the preview reads it: ``data`` (the original bytes when the whole file was measured and
+    fits, else a Parquet file of its first ``rows``), and ``over_budget``: it stopped at the decoded budget."""
+
+    data: bytes
+    rows: int
+    whole: bool
+    over_budget: bool
+
+
+def data_prefix(data: bytes, location: str, max_decoded: int, enough: int, check: Callable[[], None]) -> Prefix:
+    """The first rows of a data file, at most ``enough`` and at most what decodes within ``max_decoded`` bytes.
+
+    A row group is decoded in batches small enough that one batch cannot pass the budget by much: a value is
+    no larger than its column chunk (a page, or its dictionary), so a batch of ``n`` rows decodes to at most
+    ``n`` times the group's declared uncompressed size. Raises TooCostly when not even the first row fits."""
     try:
         parquet = pq.ParquetFile(pa.BufferReader(data))
         metadata = parquet.metadata
         kept: list[pa.RecordBatch] = []
-        size, cut = 0, False
+        size = rows = 0
+        over = False
         for group in range(metadata.num_row_groups):
             check()
             declared = metadata.row_group(group)
-            for column in range(declared.num_columns):
-                if declared.column(column).total_uncompressed_size > max_decoded:
-                    cut = True
-                    break
-            if cut:
+            one_row = sum(declared.column(c).total_uncompressed_size for c in range(declared.num_columns))
+            if one_row > max_decoded:
+                over = True
                 break
-            for batch in parquet.iter_batches(BATCH_ROWS, row_groups=[group], use_threads=False):
+            batch_rows = max(1, min(MAX_BATCH_ROWS, enough - rows, max_decoded // max(one_row, 1)))
+            for batch in parquet.iter_batches(batch_rows, row_groups=[group], use_threads=False):
                 check()
                 size += _decoded_size(batch)
                 if size > max_decoded:
-                    cut = True
+                    over = True
                     break
                 kept.append(batch)
-            if cut:
+                rows += batch.num_rows
+                if rows >= enough:
+                    break
+            if over or rows >= enough:
                 break
+        whole = not over and rows == metadata.num_rows
     except (OSError, pa.ArrowException) as exc:
         raise BadRequest(f"A data file could not be read ({type(exc).__name__})") from exc
-    rows = sum(b.num_rows for b in kept)
-    if not cut:
-        return data, rows, False
+    if whole:
+        return Prefix(data, rows, True, False)
     if not rows:
         raise TooCostly(f"the first rows of {location} decode to more than {max_decoded:,} bytes")
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_batches(kept, parquet.schema_arrow), sink, compression="none")
-    return sink.getvalue().to_pybytes(), rows, True
+    return Prefix(sink.getvalue().to_pybytes(), rows, False, over)
 
 
 def deleted_positions(data: bytes, delete: DataFile, data_path: str, rows: int, max_decoded: int) -> BitMap:

@@ -71,10 +71,12 @@ def test_a_position_delete_file_declaring_more_rows_than_the_budget_is_refused()
 def test_a_data_file_whose_dictionary_expands_past_the_budget_is_cut_to_its_first_rows() -> None:
     column = pa.DictionaryArray.from_arrays(pa.array([0] * 1000, pa.int32()), pa.array(["a" * 100_000]))
     data = _parquet(pa.table({"s": column}), compression="zstd", store_schema=False)
-    cut, rows, was_cut = preview_reads.data_prefix(data, DATA, 4 << 20, lambda: None)
-    assert was_cut and 0 < rows < 100 and len(cut) < 10 << 20
-    assert pq.read_table(pa.BufferReader(cut)).num_rows == rows
-    whole, rows, was_cut = preview_reads.data_prefix(data, DATA, 200 << 20, lambda: None)
-    assert whole == data and rows == 1000 and not was_cut
+    cut = preview_reads.data_prefix(data, DATA, 4 << 20, 1000, lambda: None)
+    assert cut.over_budget and not cut.whole and 0 < cut.rows < 100 and len(cut.data) < 10 << 20
+    assert pq.read_table(pa.BufferReader(cut.data)).num_rows == cut.rows
+    whole = preview_reads.data_prefix(data, DATA, 200 << 20, 1000, lambda: None)
+    assert whole.data == data and whole.rows == 1000 and whole.whole and not whole.over_budget
+    first = preview_reads.data_prefix(data, DATA, 200 << 20, 10, lambda: None)
+    assert first.rows == 10 and not first.whole and not first.over_budget
     with pytest.raises(preview_reads.TooCostly):
-        preview_reads.data_prefix(data, DATA, 100_000, lambda: None)
+        preview_reads.data_prefix(data, DATA, 100_000, 1000, lambda: None)
