@@ -124,7 +124,7 @@ class RemoteReads:
         load = await self.load_table(context, ident, vended=True)
         current = load.metadata
         credential = _credential_for(load.storage_credentials or [], current.location)
-        io = load_file_io(load.config | credential, current.location)
+        io = load_file_io(file_io_properties(load.config | credential), current.location)
         kept = self._kept
         read = kept.guard_read(BoundedReader(_VendedIO(io), self._limits).read)
         owned = kept.guard_owns(TableFiles(current, None).owns)
@@ -143,6 +143,14 @@ class RemoteReads:
             return bounded, kept.guard_owns(TableFiles(metadata, None).owns)
 
         return OpenedTable(load, f"{self._catalog}/{current.table_uuid}", metadata_at, files)
+
+
+def file_io_properties(answered: Mapping[str, str]) -> dict[str, str]:
+    """What a remote catalog answered (a table's ``config`` and storage credentials) as FileIO properties, without
+    the keys that name a class to import and call (``py-io-impl``, ``s3.retry-strategy-impl``, any ``*-impl``):
+    pyiceberg calls ``py-io-impl``'s class with the properties, and ``subprocess.Popen`` runs their keys as a
+    command. Storage settings (endpoints, regions, keys, tokens) stay: they are what the remote vends."""
+    return {key: value for key, value in answered.items() if not key.lower().rstrip().endswith("impl")}
 
 
 def _unreadable(what: str, exc: Exception) -> ServiceUnavailable:
