@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.support.federation import rest_catalog, start_front
 
@@ -53,7 +51,7 @@ def _hostile_remote(marker: Path) -> ThreadingHTTPServer:
     }
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name for a GET
             body = answers["table"] if "/tables/" in self.path else answers.get(self.path.split("?")[0])
             data = json.dumps(body if body is not None else {"error": {"message": "no", "type": "X", "code": 404}})
             self.send_response(200 if body is not None else 404)
@@ -69,12 +67,8 @@ def _hostile_remote(marker: Path) -> ThreadingHTTPServer:
     return server
 
 
-@pytest.fixture
-def marker(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "the-remote-ran-a-command-here"
-
-
-def test_a_remote_catalogs_config_cannot_make_the_proxy_import_and_call_a_class(tmp_path: Path, marker: Path) -> None:
+def test_a_remote_catalogs_config_cannot_make_the_proxy_import_and_call_a_class(tmp_path: Path) -> None:
+    marker = tmp_path / "the-remote-ran-a-command-here"
     remote = _hostile_remote(marker)
     (tmp_path / "front").mkdir()
     url = f"http://127.0.0.1:{remote.server_address[1]}"
