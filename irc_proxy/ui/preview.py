@@ -252,7 +252,8 @@ def _read_file(
         raise _Unreadable(f"The preview reads Parquet data files only, not {data_file.file_format}")
     io.allowed = {path, *(d.file_path for d in deletes)}
     enough = rows + min(sum(d.record_count for d in deletes), DELETED_ROWS_READ)
-    prefix = preview_reads.data_prefix(io.read(path, "Data file"), path, io.max_decoded, enough, due.check)
+    data = io.read(path, "Data file")
+    prefix = preview_reads.data_prefix(data, path, _wanted(metadata, projected), io.max_decoded, enough, due.check)
     gone = BitMap()
     for delete in deletes:
         due.check()
@@ -273,6 +274,17 @@ def _read_file(
     shown = preview_reads.first_live(gone, table.num_rows, rows)
     cut = prefix.over_budget or (not prefix.whole and len(shown) < rows)
     return table.take(pa.array(shown, pa.uint64())).to_pylist(), cut
+
+
+def _wanted(metadata: TableMetadata, projected: Schema) -> preview_reads.Wanted:
+    """The columns shown, by field id and by every name the table's name mapping gives them."""
+    ids = frozenset(field.field_id for field in projected.fields)
+    names = {field.name for field in projected.fields}
+    mapping = metadata.name_mapping()
+    for mapped in mapping or []:
+        if mapped.field_id in ids:
+            names.update(mapped.names)
+    return preview_reads.Wanted(ids, frozenset(names))
 
 
 class _Unreadable(BadRequest):

@@ -64,8 +64,31 @@ class Prefix:
     over_budget: bool
 
 
-def data_prefix(data: bytes, location: str, max_decoded: int, enough: int, check: Callable[[], None]) -> Prefix:
-    """The first rows of a data file, at most ``enough`` and at most what decodes within ``max_decoded`` bytes.
+@dataclass(frozen=True)
+class Wanted:
+    """The top-level columns the preview shows: their field ids, and the names a file without ids may use."""
+
+    field_ids: frozenset[int]
+    names: frozenset[str]
+
+
+def _field_id(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(b"PARQUET:field_id")
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+def _chosen(schema: pa.Schema, wanted: Wanted) -> list[str]:
+    """The file's top-level columns the preview reads (by field id; by name in a file written without ids)."""
+    if any(_field_id(field) is not None for field in schema):
+        return [field.name for field in schema if _field_id(field) in wanted.field_ids]
+    return [field.name for field in schema if field.name in wanted.names]
+
+
+def data_prefix(
+    data: bytes, location: str, wanted: Wanted, max_decoded: int, enough: int, check: Callable[[], None]
+) -> Prefix:
+    """The first rows of a data file's ``wanted`` columns, at most ``enough`` and at most what decodes within
+    ``max_decoded`` bytes (a 20,000-column file is not decoded whole for 50 columns).
 
     A row group is decoded in batches small enough that one batch cannot pass the budget by much: a value is
     no larger than its column chunk (a page, or its dictionary), so a batch of ``n`` rows decodes to at most
@@ -73,18 +96,24 @@ def data_prefix(data: bytes, location: str, max_decoded: int, enough: int, check
     try:
         parquet = pq.ParquetFile(pa.BufferReader(data))
         metadata = parquet.metadata
+        columns = _chosen(parquet.schema_arrow, wanted)
+        leaves = [
+            i
+            for i in range(metadata.num_columns)
+            if any((path := metadata.schema.column(i).path) == name or path.startswith(name + ".") for name in columns)
+        ]
         kept: list[pa.RecordBatch] = []
         size = rows = 0
         over = False
         for group in range(metadata.num_row_groups):
             check()
             declared = metadata.row_group(group)
-            one_row = sum(declared.column(c).total_uncompressed_size for c in range(declared.num_columns))
+            one_row = sum(declared.column(c).total_uncompressed_size for c in leaves)
             if one_row > max_decoded:
                 over = True
                 break
             batch_rows = max(1, min(MAX_BATCH_ROWS, enough - rows, max_decoded // max(one_row, 1)))
-            for batch in parquet.iter_batches(batch_rows, row_groups=[group], use_threads=False):
+            for batch in parquet.iter_batches(batch_rows, row_groups=[group], columns=columns, use_threads=False):
                 check()
                 size += _decoded_size(batch)
                 if size > max_decoded:
@@ -104,7 +133,8 @@ def data_prefix(data: bytes, location: str, max_decoded: int, enough: int, check
     if not rows:
         raise TooCostly(f"the first rows of {location} decode to more than {max_decoded:,} bytes")
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_batches(kept, parquet.schema_arrow), sink, compression="none")
+    chosen = pa.schema([parquet.schema_arrow.field(name) for name in columns])
+    pq.write_table(pa.Table.from_batches(kept, chosen), sink, compression="none")
     return Prefix(sink.getvalue().to_pybytes(), rows, False, over)
 
 

@@ -13,6 +13,7 @@ from pyroaring import BitMap
 from irc_proxy.ui import preview_reads
 
 DATA = "file:///w/t/data/a.parquet"
+ANY = preview_reads.Wanted(frozenset(), frozenset({"s"}))
 
 
 def _delete(file_format: FileFormat) -> DataFile:
@@ -71,12 +72,29 @@ def test_a_position_delete_file_declaring_more_rows_than_the_budget_is_refused()
 def test_a_data_file_whose_dictionary_expands_past_the_budget_is_cut_to_its_first_rows() -> None:
     column = pa.DictionaryArray.from_arrays(pa.array([0] * 1000, pa.int32()), pa.array(["a" * 100_000]))
     data = _parquet(pa.table({"s": column}), compression="zstd", store_schema=False)
-    cut = preview_reads.data_prefix(data, DATA, 4 << 20, 1000, lambda: None)
+    cut = preview_reads.data_prefix(data, DATA, ANY, 4 << 20, 1000, lambda: None)
     assert cut.over_budget and not cut.whole and 0 < cut.rows < 100 and len(cut.data) < 10 << 20
     assert pq.read_table(pa.BufferReader(cut.data)).num_rows == cut.rows
-    whole = preview_reads.data_prefix(data, DATA, 200 << 20, 1000, lambda: None)
+    whole = preview_reads.data_prefix(data, DATA, ANY, 200 << 20, 1000, lambda: None)
     assert whole.data == data and whole.rows == 1000 and whole.whole and not whole.over_budget
-    first = preview_reads.data_prefix(data, DATA, 200 << 20, 10, lambda: None)
+    first = preview_reads.data_prefix(data, DATA, ANY, 200 << 20, 10, lambda: None)
     assert first.rows == 10 and not first.whole and not first.over_budget
     with pytest.raises(preview_reads.TooCostly):
-        preview_reads.data_prefix(data, DATA, 100_000, 1000, lambda: None)
+        preview_reads.data_prefix(data, DATA, ANY, 100_000, 1000, lambda: None)
+
+
+def test_only_the_wanted_columns_of_a_wide_file_are_decoded() -> None:
+    """5,000 columns, one shown: picked by field id (or by name in a file written without ids)."""
+    fields = [pa.field(f"c{i}", pa.int64(), metadata={b"PARQUET:field_id": str(i).encode()}) for i in range(5000)]
+    table = pa.table([pa.array(range(100), pa.int64())] * 5000, schema=pa.schema(fields))
+    data = _parquet(table, compression="none")
+    wanted = preview_reads.Wanted(frozenset({4999}), frozenset({"none-by-name"}))
+    first = preview_reads.data_prefix(data, DATA, wanted, 1 << 30, 10, lambda: None)
+    kept = pq.read_table(pa.BufferReader(first.data))
+    assert kept.column_names == ["c4999"] and first.rows == 10
+    assert kept.schema.field("c4999").metadata[b"PARQUET:field_id"] == b"4999"  # ArrowScan maps by it
+    by_name = _parquet(pa.table({"a": [1], "b": [2]}))
+    named = preview_reads.data_prefix(
+        by_name, DATA, preview_reads.Wanted(frozenset(), frozenset({"b"})), 1 << 30, 1, lambda: None
+    )
+    assert named.whole and named.rows == 1
