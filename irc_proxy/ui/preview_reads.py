@@ -153,9 +153,13 @@ def deleted_positions(data: bytes, delete: DataFile, data_path: str, rows: int, 
 
 def _parquet_positions(data: bytes, data_path: str, rows: int, max_decoded: int) -> BitMap:
     parquet = pq.ParquetFile(pa.BufferReader(data), read_dictionary=["file_path"])
-    declared = parquet.metadata.num_rows
+    metadata = parquet.metadata
+    declared = metadata.num_rows
     if declared * POSITION_BYTES > max_decoded:
         raise TooCostly(f"a position delete file declares {declared:,} rows, too many to apply")
+    groups = (metadata.row_group(g) for g in range(metadata.num_row_groups))
+    if sum(group.total_byte_size for group in groups) > max_decoded:  # one huge path in a tiny dictionary page
+        raise TooCostly("a position delete file decodes to more than the preview's budget")
     table = parquet.read(columns=["file_path", "pos"], use_threads=False)
     mine = table.filter(pc.and_(pc.equal(table["file_path"], data_path), pc.less(table["pos"], rows)))
     positions = BitMap()

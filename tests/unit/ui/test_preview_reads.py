@@ -67,6 +67,13 @@ def test_a_position_delete_file_declaring_more_rows_than_the_budget_is_refused()
     with pytest.raises(preview_reads.TooCostly):
         preview_reads.deleted_positions(data, _delete(FileFormat.PARQUET), DATA, 100, 1 << 20)
     assert list(preview_reads.deleted_positions(data, _delete(FileFormat.PARQUET), DATA, 5, 64 << 20)) == list(range(5))
+    long_path = pa.DictionaryArray.from_arrays(pa.array([0] * 100, pa.int32()), pa.array(["p" * (8 << 20)]))
+    one_huge_path = _parquet(
+        pa.table({"file_path": long_path, "pos": pa.array(range(100), pa.int64())}), compression="zstd"
+    )
+    assert len(one_huge_path) < 64 << 10  # 8 MB of path in a few kilobytes
+    with pytest.raises(preview_reads.TooCostly):
+        preview_reads.deleted_positions(one_huge_path, _delete(FileFormat.PARQUET), DATA, 100, 1 << 20)
 
 
 def test_a_data_file_whose_dictionary_expands_past_the_budget_is_cut_to_its_first_rows() -> None:
