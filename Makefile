@@ -26,9 +26,10 @@ $(TEST_STAMP): $(VENV)/bin/python pyproject.toml
 	$(PIP) install --quiet -e ".[test]"
 	rm -f $(VENV)/.test-deps-* $(VENV)/.deps-* && touch $@ $(DEPS_STAMP)
 
-## Start the proxy on 127.0.0.1:8181 with the embedded local catalog (CONFIG=file.toml to use a config file).
+## Start the proxy on 127.0.0.1:8181 with the embedded local catalog. CONFIG=file.toml uses a config file;
+## PORT=18403 and HOST=0.0.0.0 override server.port and server.host (as `irc-proxy serve --port/--host` do).
 serve: $(DEPS_STAMP)
-	$(VENV)/bin/irc-proxy serve $(if $(CONFIG),--config $(CONFIG))
+	$(VENV)/bin/irc-proxy serve $(if $(CONFIG),--config $(CONFIG)) $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 system-deps:
 	@if [ ! -f /usr/share/java/httpclient5.jar ] || [ ! -f /usr/share/java/jarjar.jar ] || [ ! -f /usr/share/java/httpcore5-h2.jar ]; then \

@@ -27,6 +27,7 @@ from benchmarks.support import environment  # noqa: E402
 
 # Cheap ones first; Spark last (it starts a JVM). Modules not named here run after, by name.
 ORDER = [
+    "cli_start",
     "local_load",
     "glue_load",
     "rest_passthrough",

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.maintenance.jobs import Limits
+from irc_proxy.handling.maintenance.runs import Maintenance, WorkerSettings
 from irc_proxy.handling.operations.backfill import Backfill
 from irc_proxy.handling.operations.scan_plans import PlanningLimits, ScanPlanning
 from irc_proxy.handling.operations.trash import Trash
@@ -45,15 +48,16 @@ from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
 from irc_proxy.http.app_state import KEY as APP_STATE_KEY
 from irc_proxy.http.app_state import AppState
-from irc_proxy.http.cross_site import CrossSiteGuard, default_hosts
+from irc_proxy.http.cross_site import CrossSiteGuard
 from irc_proxy.http.errors import EXCEPTION_HANDLERS, no_route
+from irc_proxy.http.front_door import ConsoleRedirect
 from irc_proxy.http.idempotency import Idempotency
 from irc_proxy.http.metrics import metrics
 from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
 from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache
-from irc_proxy.settings import AuthSettings, Settings
+from irc_proxy.settings import AuthSettings, ServerSettings, Settings
 from irc_proxy.stores.audit_query import AuditReader
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.stores.db import create_state_engine, ensure_schema, ping
@@ -62,6 +66,7 @@ from irc_proxy.stores.keys import shared_signing_keys
 from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
+from irc_proxy.stores.maintenance import MaintenanceStore
 from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.revocations import RevocationStore
 from irc_proxy.stores.scan_plans import ScanPlanStore
@@ -79,63 +84,67 @@ def open_state(settings: Settings) -> Engine:
     return engine
 
 
+def read_limits(server: ServerSettings) -> ReadLimits:
+    """Bounds of every file read for a client (``server.max_metadata_bytes``, ``server.storage_timeout_seconds``)."""
+    return ReadLimits(server.max_metadata_bytes, server.storage_timeout_seconds)
+
+
 def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> Catalogs:
     """Create every configured catalog's backend and services."""
     view_store = ViewStore(state, threads)
     location_store = LocationStore(state, threads)
     locks = CommitLocks(state)
     server = settings.server  # one metadata cache (one byte budget) for all catalogs
-    metadata_cache = MetadataCache(server.metadata_cache_mb << 20, server.metadata_recheck_seconds)
+    metadata_cache = MetadataCache(server.metadata_cache_bytes, server.metadata_recheck_seconds)
+    reads = read_limits(server)
     catalogs = {}
     kept = kept_locations(settings)
     for name, catalog_settings in settings.catalogs.items():
         backend = timed(name, create_backend(name, catalog_settings, threads, locks))
         sts = create_credential_source(catalog_settings, threads)
-        # Local and Glue catalogs name their allowed locations; a REST catalog's views stay in its view warehouse.
-        allowed = getattr(catalog_settings, "allowed_locations", None) or [backend.warehouse]
         vending = Vending(name, sts.settings, sts) if sts is not None else None
-        separator = settings.server.namespace_separator
         catalogs[name] = Catalog.build(
             name,
             backend,
-            separator,
+            server.namespace_separator,
             threads,
             view_store,
             vending,
             metadata_cache,
             location_store,
-            allowed,
-            getattr(catalog_settings, "allow_overlapping_locations", False),
-            ReadLimits(server.max_metadata_bytes, server.storage_timeout_seconds),
-            catalog_settings.scan_planning,
-            kept,
+            allowed_locations=catalog_settings.allowed_locations,  # normalised by settings (every kind has them)
+            allow_overlap=catalog_settings.allow_overlapping_locations,
+            read_limits=reads,
+            scan_planning=catalog_settings.scan_planning,
+            kept_locations=kept,
         )
     return Catalogs(catalogs, settings.default_catalog)
 
 
 def kept_locations(settings: Settings) -> list[str]:
-    """Where the proxy keeps its own files (its data directory, every served catalog's allowed locations, every
-    remote catalog's view warehouse): a forwarded table's metadata may name them, the proxy never reads them.
+    """Where the proxy keeps its own files (its data directory, every catalog's own allowed locations: a remote
+    catalog's are its view warehouse): a forwarded table's metadata may name them, the proxy never reads them.
     A remote catalog's ``warehouse`` is the upstream's name for its own storage, not the proxy's."""
     kept = [Path(settings.data_dir).expanduser().resolve().as_uri()]
     for catalog in settings.catalogs.values():
-        kept += list(getattr(catalog, "allowed_locations", None) or [])
-        kept += [views] if (views := getattr(catalog, "view_warehouse", "")) else []
+        kept += catalog.allowed_locations
     return kept
 
 
 def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:
     """Record the storage of tables and views that predate the occupancy index, in the background."""
     return [
-        asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run()))
+        asyncio.create_task(_quietly(catalog.name, Backfill(catalog).run))
         for catalog in catalogs.all()
         if catalog.supports(Capability.TABLE_COMMITS)  # the backend holds the tables (a remote catalog's live upstream)
     ]
 
 
-async def _quietly(name: str, work: Awaitable[int]) -> int:
+async def _quietly(name: str, work: Callable[[], Awaitable[int]]) -> int:
+    """``work()``, begun only once the task runs: a task cancelled before (a quick shutdown) leaves no
+    coroutine that was never awaited."""
     try:
-        return await work
+        return await work()
     except CatalogError as exc:  # the next start tries again
         logging.getLogger(__name__).warning("storage index backfill of catalog %s stopped: %s", name, exc)
         return 0
@@ -155,20 +164,30 @@ def build_scan_planning(settings: Settings, state: Engine, threads: ThreadRunner
             planning.max_filter_literal_bytes, planning.max_filter_in_values, planning.max_filter_bytes
         ),
     )
-    cache = ManifestCache(planning.manifest_cache_mb << 20)
+    cache = ManifestCache(planning.manifest_cache_bytes)
     return ScanPlanning(ScanPlanStore(state, threads, planning.plan_ttl), cache, threads, limits)
 
 
 def build_trash(
     settings: Settings, state: Engine, threads: ThreadRunner, audit: Callable[[AuditRecord], None] | None = None
 ) -> Trash:
-    """The trash of dropped tables and views: each catalog's retention (its own, else ``server.drop_retention``);
+    """The trash of dropped tables and views: each catalog's retention (``Settings.drop_retentions``);
     what happens outside requests (expiry) goes to ``audit``."""
-    retention = {}
-    for name, catalog in settings.catalogs.items():
-        own = getattr(catalog, "drop_retention", None)  # a REST catalog's tables are dropped upstream
-        retention[name] = settings.server.drop_retention if own is None else own
-    return Trash(TrashStore(state, threads), retention, audit)
+    return Trash(TrashStore(state, threads), settings.drop_retentions, audit)
+
+
+def build_maintenance(
+    settings: Settings, state: Engine, threads: ThreadRunner, audit: Callable[[AuditRecord], None] | None = None
+) -> Maintenance:
+    """Table maintenance runs (``[server.maintenance]``): queued in the state database, run by the worker."""
+    own = settings.server.maintenance
+    worker = WorkerSettings(
+        own.max_concurrent_runs,
+        own.poll_seconds,
+        timedelta(seconds=own.lease_seconds),
+        Limits(own.max_files_per_run, own.orphan_min_age),
+    )
+    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit)
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:
@@ -268,6 +287,8 @@ def create_app(settings: Settings) -> Starlette:
         expiry = asyncio.create_task(
             trash.run_expiry({c.name: c for c in catalogs.all()}, settings.server.trash_expiry_interval_seconds)
         )
+        maintenance = build_maintenance(settings, state, threads, auditor.submit)
+        worker = asyncio.create_task(maintenance.run_worker({c.name: c for c in catalogs.all()}))
         try:
             shared = AppState(
                 settings=settings,
@@ -285,27 +306,12 @@ def create_app(settings: Settings) -> Starlette:
                 readiness=readiness_checks(threads, state, catalogs),
                 scan_planning=scan_planning,
                 trash=trash,
+                maintenance=maintenance,
             )
-            yield {
-                APP_STATE_KEY: shared,
-                "catalogs": catalogs,
-                "threads": threads,  # the shared worker pool, for handlers that parse large bodies
-                "settings": settings,
-                "authenticator": authenticator,
-                "authorizer": authorizer,
-                "audit_reader": shared.audit_reader,
-                "token_service": token_service,
-                "auditor": auditor,
-                "idempotency": idempotency,
-                "readiness": shared.readiness,
-                "page_tokens": shared.page_tokens,
-                "revocations": revocations,
-                "csrf_keys": shared.csrf_keys,
-                "scan_planning": scan_planning,
-                "trash": trash,
-            }
+            yield {APP_STATE_KEY: shared}
         finally:
             expiry.cancel()
+            worker.cancel()
             await scan_planning.close()
             for task in backfills:
                 task.cancel()
@@ -339,9 +345,11 @@ def create_app(settings: Settings) -> Starlette:
             # Before any token work: Host (DNS rebinding), Origin and JSON-only writes (cross-site requests).
             Middleware(
                 CrossSiteGuard,
-                allowed_hosts=settings.server.allowed_hosts or default_hosts(settings.server.host),
+                allowed_hosts=settings.server.accepted_hosts,
                 allowed_origins=settings.server.allowed_origins,
             ),
+            # A browser opening `/` goes to the console; API clients keep the JSON 404 (or 401).
+            *([Middleware(ConsoleRedirect)] if settings.server.ui else []),
             Middleware(auth.Authentication),
             Middleware(BodyLimit, limit=settings.server.max_body_bytes),
             Middleware(Idempotency),

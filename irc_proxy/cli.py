@@ -3,48 +3,115 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime
-import logging
-import math
 import os
-import re
-import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from irc_proxy import __version__, cli_admin, cli_trash
-from irc_proxy.masking import mask_text
-from irc_proxy.settings import ENV_CONFIG_FILE, ConfigError, Settings, load_settings
+from irc_proxy.cli_help import command, config_option, formatter, group
 
-log = logging.getLogger("irc_proxy")
+if TYPE_CHECKING:
+    from irc_proxy.settings import Settings
+
+# Nothing above may import the server's libraries (pydantic, SQLAlchemy, pyiceberg, Starlette, boto3): `--help`
+# and a mistyped command answer in a fraction of a second; each command imports what it needs when it runs.
+
+EXAMPLES = """examples:
+  irc-proxy serve                              # http://127.0.0.1:8181, a local catalog under ./irc-proxy-data
+  irc-proxy serve --config irc-proxy.toml --port 18403
+  irc-proxy check-config --config irc-proxy.toml
+  irc-proxy trash list --config irc-proxy.toml
+  irc-proxy COMMAND --help                     # each command's options and examples"""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="irc-proxy",
-        description="Apache Iceberg REST catalog server and proxy. Configuration: a TOML file "
-        "(--config or $IRC_PROXY_CONFIG) plus IRC_PROXY_* environment overrides; see docs/configuration/reference.md.",
+        description="Apache Iceberg REST catalog server and proxy. Configuration: a TOML file (--config or\n"
+        "$IRC_PROXY_CONFIG) plus IRC_PROXY_* environment overrides; see docs/configuration/reference.md.\n"
+        "Commands other than serve and db upgrade use an existing state database and never create one.",
+        epilog=EXAMPLES,
+        formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"irc-proxy {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    serve = commands.add_parser("serve", help="serve the REST catalog")
-    check = commands.add_parser("check-config", help="validate the configuration and print it (secrets masked)")
-    for sub in (serve, check):
-        sub.add_argument("--config", metavar="FILE", help="TOML configuration file")
-    db = commands.add_parser("db", help="manage the state database schema (views, audit)")
-    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
-    for action, text in (
-        ("upgrade", "create or upgrade the schema to this version"),
-        ("status", "print the schema revision"),
-    ):
-        db_commands.add_parser(action, help=text).add_argument(
-            "--config", metavar="FILE", help="TOML configuration file"
+    serve = command(
+        commands,
+        "serve",
+        "serve the REST catalog (and the web console)",
+        "Serve the Iceberg REST catalog on server.host:server.port (default 127.0.0.1:8181) until SIGINT or "
+        "SIGTERM. Creates the state database (and each local catalog's) if there is none. The start-up log names "
+        "the REST URI to give engines and the console's URL.",
+        [
+            "irc-proxy serve",
+            "irc-proxy serve --config irc-proxy.toml --host 0.0.0.0 --port 18403",
+            "IRC_PROXY_SERVER__PORT=18403 irc-proxy serve",
+        ],
+    )
+    config_option(serve)
+    serve.add_argument("--host", help="override server.host (an address to listen on)")
+    serve.add_argument("--port", type=int, help="override server.port")
+    check = command(
+        commands,
+        "check-config",
+        "validate the configuration and print it (secrets masked)",
+        "Read the configuration file and the IRC_PROXY_* environment as serve would, and print the effective "
+        "settings as JSON with secrets masked; or one line naming each bad key (exit 2). Touches no database.",
+        ["irc-proxy check-config --config irc-proxy.toml", "IRC_PROXY_SERVER__PORT=9999 irc-proxy check-config"],
+    )
+    config_option(check)
+    db_actions = group(
+        commands,
+        "db",
+        "manage the state database schema",
+        "The state database (state.database_url, default <data_dir>/state.db) holds views, grants, the audit trail "
+        "and the trash. serve initialises a new one; upgrade it explicitly after installing a new version.",
+        ["irc-proxy db upgrade --config irc-proxy.toml", "irc-proxy db status --config irc-proxy.toml"],
+        "db_command",
+    )
+    config_option(
+        command(
+            db_actions,
+            "upgrade",
+            "create or upgrade the schema to this version",
+            "Create the state database if there is none, bring its schema to this version's revision, and create "
+            "or upgrade each local catalog's tables (under the schema lock: safe beside running replicas).",
+            ["irc-proxy db upgrade --config irc-proxy.toml"],
         )
-    audit = commands.add_parser("audit", help="read the audit trail")
-    audit_commands = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
-    query = audit_commands.add_parser("query", help="print audit records, newest first")
-    query.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    )
+    config_option(
+        command(
+            db_actions,
+            "status",
+            "print the schema revision",
+            "Print the state database's schema revision and the one this version needs; exit 0 when they match, "
+            "1 otherwise (also when there is no state database: none is created).",
+            ["irc-proxy db status --config irc-proxy.toml"],
+        )
+    )
+    audit_actions = group(
+        commands,
+        "audit",
+        "read the audit trail",
+        "Read the audit trail (audit.sink = database) from the state database, as GET /management/v1/audit does.",
+        ["irc-proxy audit query --since 2026-12-01T00:00:00Z --principal svc-spark"],
+        "audit_command",
+    )
+    query = command(
+        audit_actions,
+        "query",
+        "print audit records, newest first",
+        "Print audit records, newest first, one per line (or JSON with --json); filters combine. Prints nothing "
+        "(and says so on stderr) when no record matches.",
+        [
+            "irc-proxy audit query --config irc-proxy.toml --limit 20",
+            "irc-proxy audit query --since 2026-12-01T00:00:00Z --principal svc-spark --object sales.eu",
+            "irc-proxy audit query --operation 'trash.*' --decision allowed --before-id 1200 --json",
+        ],
+    )
+    config_option(query)
     query.add_argument("--since", metavar="ISO", help="records at or after this time (ISO 8601; UTC if no offset)")
     query.add_argument("--until", metavar="ISO", help="records before this time")
     query.add_argument("--principal", help="records of this principal")
@@ -56,14 +123,23 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true", help="one JSON object per line")
     cli_admin.add_commands(commands)
     cli_trash.add_commands(commands)
-    auth = commands.add_parser("auth", help="authentication helpers")
-    auth_commands = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
-    hash_secret = auth_commands.add_parser(
-        "hash-secret", help="read a client secret from stdin and print its hash for auth.clients[].secret_hash"
+    auth_actions = group(
+        commands,
+        "auth",
+        "authentication helpers",
+        "Helpers for auth.mode = oauth2: the proxy keeps only hashes of its clients' secrets.",
+        ["irc-proxy auth hash-secret --generate"],
+        "auth_command",
+    )
+    hash_secret = command(
+        auth_actions,
+        "hash-secret",
+        "hash a client secret for auth.clients[].secret_hash",
+        "Read a client secret from stdin (never the command line) and print its hash for auth.clients[].secret_hash; "
+        "with --generate, make a new secret and print it and its hash.",
+        ["irc-proxy auth hash-secret --generate", 'printf %s "$SECRET" | irc-proxy auth hash-secret'],
     )
     hash_secret.add_argument("--generate", action="store_true", help="generate a new secret; print it and its hash")
-    serve.add_argument("--host", help="override server.host")
-    serve.add_argument("--port", type=int, help="override server.port")
     return parser
 
 
@@ -72,36 +148,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "auth":
         return hash_client_secret(args.generate)
+    from irc_proxy.settings import ENV_CONFIG_FILE, ConfigError, load_settings
+
     try:
         settings = load_settings(args.config)
     except ConfigError as exc:
         print(f"irc-proxy: {exc}", file=sys.stderr)
         return 2
+    if args.command == "check-config":
+        from irc_proxy.masking import mask_text
+
+        # Secret types mask themselves; any other URL with credentials in it (an endpoint_url with
+        # user-info, say) is masked here too.
+        print(mask_text(settings.model_dump_json(indent=2)))
+        return 0
     if args.command != "serve":
-        from sqlalchemy.exc import SQLAlchemyError
-
-        from irc_proxy.errors import CatalogError
-
-        try:
-            return _run_command(settings, args)
-        except (SQLAlchemyError, CatalogError) as exc:
-            print(f"irc-proxy: {database_failure(exc)}", file=sys.stderr)
-            return 1
+        return _guarded(settings, args, args.config or os.environ.get(ENV_CONFIG_FILE))
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     if overrides:
         settings = settings.model_copy(update={"server": settings.server.model_copy(update=overrides)})
     if args.config:
         os.environ[ENV_CONFIG_FILE] = args.config
+    from irc_proxy.cli_serve import serve
+
     return serve(settings)
 
 
+def _guarded(settings: Settings, args: argparse.Namespace, config: str | None) -> int:
+    """Run a command on the state database: each failure one line on stderr (no traceback), exit 1 or 2."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from irc_proxy.cli_state import database_failure
+    from irc_proxy.errors import CatalogError, StartupError
+    from irc_proxy.stores.db import NoStateDatabase
+
+    try:
+        return _run_command(settings, args)
+    except NoStateDatabase as exc:
+        print(f"irc-proxy: {no_state_database(exc, config)}", file=sys.stderr)
+        return 1 if args.command == "db" else 2  # `db status`: 1 is "not at this version's revision"
+    except StartupError as exc:  # an out-of-date schema
+        print(f"irc-proxy: {exc}", file=sys.stderr)
+        return 2
+    except (SQLAlchemyError, CatalogError) as exc:
+        print(f"irc-proxy: {database_failure(exc)}", file=sys.stderr)
+        return 1
+
+
+def no_state_database(exc: Exception, config: str | None) -> str:
+    """Why a command refused: where it looked (and from which configuration), and the two ways on."""
+    source = f"configured by {config}" if config else "no configuration file: the defaults and IRC_PROXY_* variables"
+    return (
+        f"{exc} ({source}); nothing was created. Name the proxy's configuration with --config FILE "
+        "(or $IRC_PROXY_CONFIG), or create the database with `irc-proxy db upgrade` or `irc-proxy serve`"
+    )
+
+
 def _run_command(settings: Settings, args: argparse.Namespace) -> int:
-    """Every command but ``serve`` and ``auth`` (they need no settings or run differently)."""
-    if args.command == "check-config":
-        # Secret types mask themselves; any other URL with credentials in it (an endpoint_url with
-        # user-info, say) is masked here too.
-        print(mask_text(settings.model_dump_json(indent=2)))
-        return 0
+    """The commands on the state database (``serve``, ``check-config`` and ``auth`` run differently)."""
     if args.command == "db":
         return database(settings, args.db_command)
     if args.command == "audit":
@@ -131,22 +235,12 @@ def hash_client_secret(generate: bool) -> int:
     return 0
 
 
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def database(settings: Settings, action: str) -> int:
     """``irc-proxy db upgrade|status``."""
     from irc_proxy.stores.db import create_state_engine, current_revision, head_revision, upgrade
 
-    engine = create_state_engine(settings.state.database_url.get_secret_value())
+    # status only reads: it must not leave a new, empty database behind (NoStateDatabase: exit 1, not at head)
+    engine = create_state_engine(settings.state.database_url.get_secret_value(), create=action == "upgrade")
     try:
         if action == "upgrade":
             before, after = upgrade(engine)
@@ -180,13 +274,6 @@ def local_catalog_tables(settings: Settings) -> int:
     return 0
 
 
-def database_failure(exc: Exception) -> str:
-    """One line about a failed state database call (no stack trace, no password of a URL)."""
-    message = getattr(exc, "message", None) or str(getattr(exc, "orig", None) or exc)
-    first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
-    return "state database: " + mask_text(first)
-
-
 def _utc(text: str | None) -> datetime.datetime | None:
     if text is None:
         return None
@@ -200,8 +287,8 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
     """``irc-proxy audit query``: filter the ``audit_record`` table."""
     import json
 
+    from irc_proxy.cli_state import open_state
     from irc_proxy.stores.audit_query import query_audit
-    from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
     from irc_proxy.text import field
 
     try:
@@ -209,13 +296,7 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"irc-proxy: --since/--until: {exc}", file=sys.stderr)
         return 2
-    engine = create_state_engine(settings.state.database_url.get_secret_value())
-    try:
-        ensure_schema(engine, settings.state.auto_upgrade)
-    except SchemaOutOfDate as exc:
-        engine.dispose()
-        print(f"irc-proxy: {exc}", file=sys.stderr)
-        return 2
+    engine = open_state(settings)
     try:
         operation = args.operation or ""
         records = query_audit(
@@ -232,6 +313,8 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
         )
     finally:
         engine.dispose()
+    if not records and not args.json:  # stdout stays empty for scripts; a person learns it was looked at
+        print("irc-proxy: no audit records match", file=sys.stderr)
     for record in records:
         if args.json:
             print(json.dumps(record))
@@ -243,101 +326,3 @@ def audit_query(settings: Settings, args: argparse.Namespace) -> int:
                 f"{record['decision']} {record['status']} {record['latency_ms']:.1f}ms id={field(record['request_id'])}"
             )
     return 0
-
-
-def serve(settings: Settings) -> int:
-    """Run hypercorn until SIGINT/SIGTERM."""
-    from hypercorn.asyncio import serve as hypercorn_serve
-    from hypercorn.config import Config
-    from hypercorn.utils import LifespanFailureError
-
-    from irc_proxy.app import create_app
-    from irc_proxy.logs import configure_logging
-
-    problem = listen_problem(settings.server.host, settings.server.port) or state_database_problem(settings)
-    if problem:
-        print(f"irc-proxy: refusing to start: {problem}", file=sys.stderr)
-        return 2
-    server = settings.server
-    configure_logging(server.log_level, server.log_format)
-    config = Config()
-    config.bind = [f"{server.host}:{server.port}"]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")  # through our handler (text or JSON)
-    config.graceful_timeout = server.graceful_timeout_seconds
-    config.read_timeout = math.ceil(server.read_timeout_seconds)  # hypercorn wants whole seconds
-    config.keep_alive_timeout = server.keep_alive_timeout_seconds
-    log.info("irc-proxy %s listening on http://%s:%d", __version__, settings.server.host, settings.server.port)
-    log.info("authentication: %s", settings.auth.mode)
-    if settings.auth.mode == "none" and not is_loopback(settings.server.host):
-        log.warning(
-            "auth.mode is none and the server listens on %s, beyond loopback: anyone who can reach it "
-            "may read and change every catalog (set auth.mode = oauth2 or oidc)",
-            settings.server.host,
-        )
-    for name, catalog in settings.catalogs.items():
-        log.info("catalog %r: backend %s, warehouse %s", name, catalog.kind, catalog.warehouse)
-    if server.workers > 1:  # processes sharing the sockets bound here; each builds the app (irc_proxy.asgi)
-        from hypercorn.run import run as run_workers
-
-        config.workers = server.workers
-        config.application_path = "irc_proxy.asgi:app"
-        log.info("serving with %d worker processes", server.workers)
-        return int(run_workers(config))
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await hypercorn_serve(create_app(settings), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
-
-    try:
-        asyncio.run(run())
-    except LifespanFailureError as exc:  # a catalog could not be set up: say why in one line
-        log.debug("start-up failed: %s", exc)
-        print(f"irc-proxy: refusing to start: {startup_failure(str(exc))}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def listen_problem(host: str, port: int) -> str:
-    """Why the server could not listen on ``host:port`` ("" when it can), e.g. the port is in use."""
-    import socket
-
-    try:
-        family, _, _, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as hypercorn binds
-            sock.bind(address)
-    except OSError as exc:
-        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-    return ""
-
-
-def state_database_problem(settings: Settings) -> str:
-    """Why ``serve`` cannot use the state database ("" when it can); a new, empty one is initialised."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from irc_proxy.stores.db import SchemaOutOfDate, create_state_engine, ensure_schema
-
-    try:
-        engine = create_state_engine(settings.state.database_url.get_secret_value())
-    except SQLAlchemyError as exc:
-        return database_failure(exc)
-    try:
-        ensure_schema(engine, settings.state.auto_upgrade)
-    except SchemaOutOfDate as exc:
-        return str(exc)
-    except SQLAlchemyError as exc:
-        return database_failure(exc)
-    finally:
-        engine.dispose()
-    return ""
-
-
-def startup_failure(traceback_text: str) -> str:
-    """The exception line of the traceback hypercorn reports for a failed start-up (passwords masked)."""
-    lines = [line for line in traceback_text.splitlines() if re.match(r"^[\w.]+(Error|Exception)\b", line)]
-    last = lines[-1] if lines else "see the log (log_level = debug)"
-    return mask_text(last)

@@ -3,7 +3,8 @@
     ProxyError
     ├── StartupError                the proxy cannot start; told on stderr, never over HTTP
     │   ├── ConfigError             (irc_proxy.settings) a configuration key is unknown or bad
-    │   └── SchemaOutOfDate         (irc_proxy.stores.db) the state database needs ``db upgrade``
+    │   ├── SchemaOutOfDate         (irc_proxy.stores.db) the state database needs ``db upgrade``
+    │   └── NoStateDatabase         (irc_proxy.stores.db) a command found no state database (and made none)
     └── CatalogError                answered to a client           status  Iceberg type
         ├── BadRequest              malformed or invalid input       400   BadRequestException
         │   └── InvalidArgument     a precondition (Java's IAE)       400   IllegalArgumentException

@@ -109,8 +109,39 @@ class ScanPlanningSettings(_Strict):
             raise ValueError("must be a positive duration, e.g. PT1H")
         return value
 
+    @property
+    def manifest_cache_bytes(self) -> int:
+        """``manifest_cache_mb`` in bytes."""
+        return self.manifest_cache_mb << 20
+
 
 ScanPlanningMode = Literal["off", "offered", "preferred"]
+
+
+class MaintenanceSettings(_Strict):
+    """Table maintenance runs (``[server.maintenance]``): requested through the management API or `irc-proxy maintenance
+    run`, run by a worker in every replica (see "Table maintenance"). Scheduled maintenance is not offered yet."""
+
+    max_concurrent_runs: Annotated[int, Field(ge=0, le=64)] = 2
+    """Runs one replica works on at once (one run per table across all replicas); `0`: this replica runs none (others
+    may)."""
+    poll_seconds: Annotated[float, Field(gt=0, le=3600)] = 5.0
+    """How often an idle worker looks for queued runs in the state database."""
+    lease_seconds: Annotated[float, Field(ge=1, le=86_400)] = 300.0
+    """A running run's claim, renewed while it works; a replica that died mid-run leaves it to another after this."""
+    orphan_min_age: timedelta = timedelta(days=3)
+    """`remove-orphan-files` deletes only files older than this (ISO-8601 duration): files of a write in flight are not
+    yet in the table's metadata."""
+    max_files_per_run: Annotated[int, Field(ge=1, le=100_000_000)] = 1_000_000
+    """Most files one job lists, reads from manifests and deletes; a table that reaches more fails the job (nothing
+    deleted), a longer listing or deletion stops there (the next run goes on)."""
+
+    @field_validator("orphan_min_age")
+    @classmethod
+    def _at_least_an_hour(cls, value: timedelta) -> timedelta:
+        if value < timedelta(hours=1):
+            raise ValueError("must be at least PT1H: younger files may belong to a commit in flight")
+        return value
 
 
 class ServerSettings(_Strict):
@@ -177,6 +208,7 @@ class ServerSettings(_Strict):
     """ISO-8601 duration advertised in `/v1/config`: `Idempotency-Key` support and how long outcomes are kept; `PT0S`
     turns it off."""
     scan_planning: ScanPlanningSettings = ScanPlanningSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
     drop_retention: timedelta = timedelta(days=7)
     """How long a dropped table or view (local and Glue catalogs) stays in the trash, restorable; a purge asked for with
     the drop waits for its end; `PT0S` drops and purges at once."""
@@ -209,6 +241,16 @@ class ServerSettings(_Strict):
     """Browser origins (`https://app.example.com`) whose requests the REST and management APIs accept; a request with
     any other `Origin` is 403. Default: none (the console is same-origin and uses `/ui`). Comma-separated in the
     environment."""
+
+    @property
+    def metadata_cache_bytes(self) -> int:
+        """``metadata_cache_mb`` in bytes."""
+        return self.metadata_cache_mb << 20
+
+    @property
+    def accepted_hosts(self) -> list[str]:
+        """``allowed_hosts``, or when unset (or empty) the bind address and the loopback names."""
+        return self.allowed_hosts or list(dict.fromkeys([self.host.lower(), "localhost", "127.0.0.1", "::1"]))
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
@@ -498,6 +540,17 @@ class RestCatalogSettings(_Strict):
     """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
     auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
 
+    @property
+    def allowed_locations(self) -> list[str]:
+        """Where this catalog's own files may lie: its view warehouse (the upstream keeps the tables). Not a key:
+        the same name as the local and Glue catalogs' key, so every catalog answers it."""
+        return [self.view_warehouse]
+
+    @property
+    def allow_overlapping_locations(self) -> bool:
+        """Not a key for a remote catalog: its views' storage is kept apart."""
+        return False
+
     @field_validator("uri")
     @classmethod
     def _http_uri(cls, value: SecretUrl) -> SecretUrl:
@@ -675,6 +728,17 @@ class Settings(_Strict):
             name: {"kind": "local", **table} if isinstance(table, dict) and "kind" not in table else table
             for name, table in value.items()
         }
+
+    @property
+    def drop_retentions(self) -> dict[str, timedelta]:
+        """Each catalog's trash retention: its own ``drop_retention``, else ``server.drop_retention`` (a remote
+        catalog has no key of its own: its tables are dropped upstream)."""
+        server = self.server.drop_retention
+        retentions = {}
+        for name, catalog in self.catalogs.items():
+            own = catalog.drop_retention if isinstance(catalog, LocalCatalogSettings | GlueCatalogSettings) else None
+            retentions[name] = server if own is None else own
+        return retentions
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Settings:

@@ -52,8 +52,9 @@ class Section:
 
 SECTIONS = (
     Section("top level", s.Settings, "IRC_PROXY_", skip=("server", "state", "auth", "audit", "catalogs")),
-    Section("[server]", s.ServerSettings, "IRC_PROXY_SERVER__", skip=("scan_planning",)),
+    Section("[server]", s.ServerSettings, "IRC_PROXY_SERVER__", skip=("scan_planning", "maintenance")),
     Section("[server.scan_planning]", s.ScanPlanningSettings, "IRC_PROXY_SERVER__SCAN_PLANNING__"),
+    Section("[server.maintenance]", s.MaintenanceSettings, "IRC_PROXY_SERVER__MAINTENANCE__"),
     Section("[state]", s.StateSettings, "IRC_PROXY_STATE__"),
     Section("[auth]", s.AuthSettings, "IRC_PROXY_AUTH__", skip=("clients", "oidc")),
     Section("[[auth.clients]]", s.AuthClient, None, "A list of tables: TOML only (the environment cannot express it)."),

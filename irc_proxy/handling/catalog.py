@@ -75,24 +75,26 @@ class Catalog:
         vending: Vending | None = None,
         metadata_cache: MetadataCache | None = None,
         location_store: LocationStore | None = None,
-        allowed_locations: Sequence[str] | None = None,
+        *,
+        allowed_locations: Sequence[str],
+        read_limits: ReadLimits,
         allow_overlap: bool = False,
-        read_limits: ReadLimits | None = None,
         scan_planning: str = "offered",
         kept_locations: Sequence[str] = (),
     ) -> Catalog:
         """Wire one catalog; without a view store it serves no views. Catalogs may share one metadata cache.
 
-        Every location a client names must lie in ``allowed_locations`` (default: the backend's warehouse);
-        without a location store, live tables' storage is not kept apart. ``kept_locations``: where the
-        proxy keeps its own files, never read for a remote catalog's table (``remote_reads.KeptLocations``).
+        Every location a client names must lie in ``allowed_locations`` (as settings normalised them: a catalog's
+        own, else its warehouse); without a location store, live tables' storage is not kept apart.
+        ``kept_locations``: where the proxy keeps its own files, never read for a remote catalog's table
+        (``remote_reads.KeptLocations``).
         """
         codec = NamespaceCodec(separator)
         remote = forwarding(backend)
         if remote is not None:  # a remote REST catalog: tables are forwarded to it
             remote.use_separator(separator)
         index: ViewIndex = CatalogViewIndex(view_store, name, engine_views(backend)) if view_store else NoViews()
-        locations = StorageLocations(name, allowed_locations or [backend.warehouse])
+        locations = StorageLocations(name, allowed_locations)
         occupancy = Occupancy(name, location_store, allow_overlap)
 
         async def exists(location: str) -> bool:
@@ -108,10 +110,7 @@ class Catalog:
 
         storage = CatalogStorage(locations, occupancy, exists, backend.warehouse, namespace_at)
         namespaces = Namespaces(backend, codec, index, storage.confine)
-        limits = read_limits or ReadLimits()
-        files = MetadataFiles(
-            backend, threads, metadata_cache, locations=locations, max_bytes=limits.max_bytes, timeout=limits.timeout
-        )
+        files = MetadataFiles(backend, threads, metadata_cache, locations=locations, limits=read_limits)
         tables = Tables(backend, codec, namespaces, index, files, storage, threads)
         occupancy.live["table"] = tables.live_paths
         views = None
@@ -123,7 +122,7 @@ class Catalog:
             return cls(name, backend, codec, namespaces, tables, views, served, vending, None, scan_planning)
         serving = ForwardedServing(remote.upstream, views is not None, scan_planning)
         forwarder = Forwarder(name, remote.upstream, codec)
-        reads = RemoteReads(name, forwarder, threads, limits, KeptLocations(kept_locations))
+        reads = RemoteReads(name, forwarder, threads, read_limits, KeptLocations(kept_locations))
         return cls(name, backend, codec, namespaces, tables, views, serving, vending, forwarder, scan_planning, reads)
 
     async def discover(self, context: RequestContext) -> None:

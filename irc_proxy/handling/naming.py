@@ -97,6 +97,41 @@ def validate_namespace(namespace: Sequence[str]) -> None:
             raise BadRequest(f"Invalid namespace level {level!r}: control characters 0x00 and 0x1F are not allowed")
 
 
+_UNIT_SEPARATOR = re.compile("%1F", re.IGNORECASE)
+
+
+def typed_namespace(text: str, separator: str = ":") -> Namespace:
+    """A namespace as a person types it on the command line (docs/cli.md, "Namespaces"), one rule everywhere:
+
+    * with ``%1F``, the ``separator`` (``:``) or any ``%`` in it, it is written as in a REST URL: ``%1F`` splits
+      levels, else the separator does, and each level's ``%XX`` escapes are decoded (``+`` stays a plus): so
+      ``sales:eu``, ``sales%1Feu``, ``new%2Edb`` (one level ``new.db``) and ``a:b.c`` (levels ``a``, ``b.c``);
+    * otherwise ``.`` splits levels, as Iceberg, the console and every message print them: ``sales.eu``.
+
+    A level containing ``.`` therefore needs ``:`` between levels or its dot written ``%2E``; a level containing
+    ``:`` or ``%`` is written ``%3A``/``%25``. Raises BadRequest for an empty level (``a..b``, ``a:``).
+    """
+    joined = _UNIT_SEPARATOR.sub("\x1f", text)
+    if "\x1f" in joined:
+        namespace = tuple(unquote(level) for level in joined.split("\x1f"))
+    elif "%" in text or separator in text:
+        namespace = tuple(unquote(level) for level in text.split(separator))
+    else:
+        namespace = tuple(text.split("."))
+    validate_namespace(namespace)
+    return namespace
+
+
+def typed_identifier(text: str, separator: str = ":") -> TableIdent:
+    """A table or view as a person types it: a namespace (``typed_namespace``'s rule) whose last level is the name."""
+    *levels, name = typed_namespace(text, separator)
+    if not levels:
+        raise BadRequest(
+            f"Invalid identifier {shown(text)}: name the namespace too (sales.eu.orders or sales:eu:orders)"
+        )
+    return TableIdent(tuple(levels), name)
+
+
 def validate_name(name: str, kind: str = "table") -> str:
     """Return ``name`` if it is a valid name for a new table or view; raise BadRequest otherwise."""
     if not isinstance(name, str) or not name:

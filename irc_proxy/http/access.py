@@ -12,12 +12,12 @@ from irc_proxy.handling.operations import policy
 from irc_proxy.handling.security.access import Access
 from irc_proxy.handling.security.authz import Authorizer
 from irc_proxy.http import parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.bodies import _Body
 
 
 def authorizer(request: Request) -> Authorizer:
-    found: Authorizer = request.state.authorizer
-    return found
+    return app_state(request).authorizer
 
 
 def of(request: Request, catalog: str | None = None) -> Access:

@@ -1,5 +1,6 @@
 """The management API under ``/management/v1``: principals, roles, grants and the audit trail (admins only),
-and the trash of dropped tables and views (held to the privileges of ``handling.operations.trash_ops``).
+the trash of dropped tables and views (held to the privileges of ``handling.operations.trash_ops``) and table
+maintenance runs (``table.write`` on the table: ``handling.operations.maintenance_ops``).
 
 Errors use the Iceberg error model, like the catalog API. Every change is audited and takes effect
 on this replica at once (others within ``auth.grants_cache_seconds``).
@@ -19,18 +20,18 @@ from starlette.routing import Route
 
 from irc_proxy.errors import BadRequest, MethodNotAllowed
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.runs import Maintenance
 from irc_proxy.handling.naming import TableIdent, validate_namespace
-from irc_proxy.handling.operations import management, trash_ops
+from irc_proxy.handling.operations import maintenance_ops, management, trash_ops
 from irc_proxy.handling.operations.management import GrantSpec, Management
 from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
 from irc_proxy.handling.security.access import Access
-from irc_proxy.handling.security.authn import TokenService
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.bodies import _Body
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.responses import json_response, no_content
 from irc_proxy.numbers import is_number
-from irc_proxy.settings import Settings
 
 BASE = "/management/v1"
 Handler = Callable[[Request], Awaitable[Response]]
@@ -60,13 +61,13 @@ def _path_name(request: Request, key: str) -> str:
 
 def management_of(request: Request) -> Management:
     """The management handler of this request's replica (its caches are cleared by each change)."""
-    settings: Settings = request.state.settings
-    token_service: TokenService | None = getattr(request.state, "token_service", None)
+    shared = app_state(request)
+    token_service = shared.token_service
     return Management(
         access.authorizer(request).store,
-        request.state.threads,
-        [catalog.name for catalog in parsing.catalogs(request).all()],
-        settings.auth.mode == "oauth2",
+        shared.threads,
+        [catalog.name for catalog in shared.catalogs.all()],
+        shared.settings.auth.mode == "oauth2",
         authorizer=access.authorizer(request),
         clients=None if token_service is None else token_service.clients,
     )
@@ -180,7 +181,7 @@ async def query_audit(request: Request) -> Response:
         raise BadRequest("Invalid before-id: the id of a record")
     if params.get("decision") not in (None, "allowed", "denied"):
         raise BadRequest("Invalid decision: allowed or denied")
-    records = await request.state.audit_reader.query(
+    records = await app_state(request).audit_reader.query(
         since=_time(request, "since"),
         until=_time(request, "until"),
         principal=params.get("principal"),
@@ -262,7 +263,7 @@ class RestoreRequest(_Body):
 def _trash(request: Request) -> tuple[Access, Trash, Catalog]:
     catalog = parsing.catalogs(request).get(_path_name(request, "catalog"))
     parsing.context(request).audit.params["prefix"] = quote(catalog.name, safe="")  # the record's catalog
-    trash: Trash = request.state.trash
+    trash = app_state(request).trash
     return access.of(request, catalog=catalog.name), trash, catalog
 
 
@@ -314,4 +315,70 @@ ADMIN_ROUTES += [  # not for admins only: trash_ops holds callers to the privile
     _route("/catalogs/{catalog}/trash", _audited, get=("listTrash", list_trash)),
     _route("/catalogs/{catalog}/trash/{entry}", _audited, delete=("expungeTrashEntry", expunge_trash_entry)),
     _route("/catalogs/{catalog}/trash/{entry}/restore", _audited, post=("restoreTrashEntry", restore_trash_entry)),
+]
+
+
+# Table maintenance -----------------------------------------------------------------------------------------
+class MaintenanceTable(_Body):
+    namespace: list[StrictStr]
+    name: StrictStr
+
+
+class MaintenanceRunRequest(_Body):
+    table: MaintenanceTable
+    jobs: list[StrictStr]
+    dry_run: StrictBool = Field(default=False, alias="dry-run")
+
+
+def _maintenance(request: Request) -> tuple[Access, Maintenance, Catalog]:
+    catalog = parsing.catalogs(request).get(_path_name(request, "catalog"))
+    parsing.context(request).audit.params["prefix"] = quote(catalog.name, safe="")  # the record's catalog
+    return access.of(request, catalog=catalog.name), app_state(request).maintenance, catalog
+
+
+async def request_maintenance_run(request: Request) -> Response:
+    """Queue a run; 202 with its id (the worker of some replica runs it)."""
+    checks, maintenance, catalog = _maintenance(request)
+    body = await parsing.body_model(request, MaintenanceRunRequest)
+    validate_namespace(body.table.namespace)
+    ident = TableIdent(tuple(body.table.namespace), body.table.name)
+    run = await maintenance_ops.request_run(checks, maintenance, catalog, ident, body.jobs, body.dry_run)
+    return json_response({"id": run.id, "status": run.status}, 202)
+
+
+async def get_maintenance_run(request: Request) -> Response:
+    checks, maintenance, catalog = _maintenance(request)
+    run = await maintenance_ops.read_run(checks, maintenance, catalog, _path_name(request, "run"))
+    return json_response(run.to_json())
+
+
+async def list_maintenance_runs(request: Request) -> Response:
+    """``?namespace=a%1Fb&table=t&page-size=&page-token=``, newest first (``table`` needs ``namespace``)."""
+    checks, maintenance, catalog = _maintenance(request)
+    query = request.query_params
+    raw_namespace, name = query.get("namespace"), query.get("table")
+    namespace = None if raw_namespace is None else tuple(raw_namespace.split("\x1f"))
+    if name is not None and namespace is None:
+        raise BadRequest("Invalid query: table needs namespace")
+    size, token = query.get("page-size", "100"), query.get("page-token") or "0"
+    if not (is_number(size) and is_number(token, 12)) or not 1 <= int(size) <= 1000:
+        raise BadRequest("Invalid page: page-size must be 1..1000 and page-token one this API returned")
+    table = None if name is None or namespace is None else TableIdent(namespace, name)
+    runs, next_offset = await maintenance_ops.list_runs(
+        checks, maintenance, catalog, table, namespace, int(token), int(size)
+    )
+    body: dict[str, Any] = {"runs": [run.to_json() for run in runs]}
+    if next_offset is not None:
+        body["next-page-token"] = str(next_offset)
+    return json_response(body)
+
+
+ADMIN_ROUTES += [  # not for admins only: maintenance_ops holds callers to table.write on the run's table
+    _route(
+        "/catalogs/{catalog}/maintenance/runs",
+        _audited,
+        get=("listMaintenanceRuns", list_maintenance_runs),
+        post=("requestMaintenanceRun", request_maintenance_run),
+    ),
+    _route("/catalogs/{catalog}/maintenance/runs/{run}", _audited, get=("getMaintenanceRun", get_maintenance_run)),
 ]

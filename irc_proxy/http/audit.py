@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote_plus
 
-from irc_proxy.audit import Auditor, AuditRecord, now
+from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest
+from irc_proxy.handling.catalog import Catalogs
 from irc_proxy.handling.security.context import RequestContext
-from irc_proxy.http.parsing import CONTEXT, decode_namespace
+from irc_proxy.http.app_state import AppState
+from irc_proxy.http.parsing import decode_namespace
 
 
 def object_path(params: dict[str, Any], separator: str) -> str | None:
@@ -31,32 +33,30 @@ def object_path(params: dict[str, Any], separator: str) -> str | None:
     return ".".join(parts)
 
 
-def _catalog_of(operation: str, prefix: str | None, catalogs: Any) -> str | None:
+def _catalog_of(operation: str, prefix: str | None, catalogs: Catalogs) -> str | None:
     """The path's catalog; a REST path without one means the default catalog, a console page without one
     (the catalogs list, sign-in, the admin pages) none."""
     if prefix is not None:
         return unquote_plus(prefix)
-    return None if operation.startswith("ui.") else getattr(catalogs, "default", None)
+    return None if operation.startswith("ui.") else catalogs.default
 
 
-def submit_record(state: dict[str, Any], status: int, latency_ms: float) -> None:
+def submit_record(shared: AppState | None, context: RequestContext, status: int, latency_ms: float) -> None:
     """Hand the request's record to the lifespan's ``auditor`` (never blocking), if it reached an operation.
 
-    Called by ``irc_proxy.http.middleware.Edge`` once the response is sent (or the request failed).
+    Called by ``irc_proxy.http.middleware.Edge`` once the response is sent (or the request failed);
+    ``shared`` is None in an app started without its lifespan (nothing to audit to).
     """
-    auditor: Auditor | None = state.get("auditor")
-    context: RequestContext | None = state.get(CONTEXT)
-    if auditor is None or context is None or not auditor.settings.enabled:
+    if shared is None or not shared.auditor.settings.enabled:
         return
     note = context.audit
     if note.operation is None:
         return
     params = note.params
-    settings = state.get("settings")
-    separator = settings.server.namespace_separator if settings is not None else ":"
+    separator = shared.settings.server.namespace_separator
     prefix = params.get("prefix")
-    catalogs = state.get("catalogs")
     decision, reason = note.outcome(int(status))
+    auditor, catalogs = shared.auditor, shared.catalogs
     auditor.submit(
         AuditRecord(
             time=now(),

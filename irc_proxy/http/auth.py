@@ -1,7 +1,7 @@
 """Authentication over HTTP: the bearer-token middleware, ``POST /v1/oauth/tokens`` and the JWKS.
 
 The middleware asks the lifespan's ``authenticator`` (``irc_proxy.handling.security.authn``) who a token
-names and puts the answer in ``scope["state"]`` (``principal``, ``roles``). Health, token and
+names and puts the answer in the request's record (``RequestContext.principal``, ``.roles``). Health, token and
 JWKS endpoints stay open. Tokens and secrets are never logged or echoed. Every token request is
 audited (``oauth.token``; refusals as denied, with the reason and source address) and its client id
 goes to the access log (``client=``); throttling itself lives in ``irc_proxy.handling.security.throttle``.
@@ -19,9 +19,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
-from irc_proxy.handling.security.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, Authenticator, TokenService
-from irc_proxy.handling.security.sessions import Revocations
+from irc_proxy.handling.security.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, TokenService
 from irc_proxy.http import parsing
+from irc_proxy.http.app_state import app_state, require
 from irc_proxy.http.console_cookie import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
 from irc_proxy.http.errors import NO_STORE, response_for
 from irc_proxy.http.responses import json_response
@@ -52,8 +52,8 @@ class Authentication:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        state = scope.setdefault("state", {})
-        authenticator: Authenticator = state["authenticator"]
+        shared = require(scope)
+        authenticator = shared.authenticator
         authorization = b""
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -69,7 +69,7 @@ class Authentication:
         try:
             if token is not None:
                 principal = await authenticator.authenticate(token)
-                revocations: Revocations | None = state.get("revocations")
+                revocations = shared.revocations
                 if revocations is not None:  # a session signed out (the console's sign-out) before it expired
                     await revocations.check(token)
             elif authenticator.required:
@@ -96,7 +96,8 @@ class Authentication:
 
 
 def _token_service(request: Request) -> TokenService:
-    service: TokenService = request.state.token_service
+    service = app_state(request).token_service
+    assert service is not None, "the token endpoints are routed only with auth.mode = oauth2"
     return service
 
 

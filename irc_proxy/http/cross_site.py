@@ -43,11 +43,6 @@ _OWN_SITE = frozenset({b"same-origin", b"none"})
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
-def default_hosts(bind: str) -> list[str]:
-    """``server.allowed_hosts`` when unset: the bind address and the loopback names."""
-    return list(dict.fromkeys([bind.lower(), "localhost", "127.0.0.1", "::1"]))
-
-
 def host_name(host: str) -> str:
     """``Host``'s name without its port, lower case, IPv6 brackets and a trailing dot removed."""
     host = host.strip().lower()

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from irc_proxy import errors
+from irc_proxy.http.app_state import context_of
 from irc_proxy.http.parsing import context
 from irc_proxy.http.responses import json_response
 from irc_proxy.text import printable
@@ -80,7 +81,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     """Anything unforeseen: log it with the request id, answer 500 without internals."""
-    request_id = request.scope.get("state", {}).get("request_id", "-")
+    record = context_of(request.scope)
+    request_id = (record.request_id if record is not None else "") or "-"
     log.exception("unhandled error in %s %s (request %s)", request.method, request.url.path, request_id)
     return error_response(request, 500, "InternalServerError", f"Internal server error (request id {request_id})")
 

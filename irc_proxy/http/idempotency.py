@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from irc_proxy.errors import BadRequest, CatalogError, ServiceUnavailable
 from irc_proxy.handling.catalog import Catalogs
 from irc_proxy.http import parsing, replay
+from irc_proxy.http.app_state import from_scope
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.routes import OPERATIONS
 from irc_proxy.metrics import IDEMPOTENT_REPLAYS
@@ -138,14 +139,14 @@ class Idempotency:
         if scope["type"] != "http" or scope["method"] not in _KEYED_METHODS:  # reads: nothing to do
             await self.app(scope, receive, send)
             return
-        state = scope.get("state") or {}
-        store: OutcomeStore | None = state.get("idempotency")
+        shared = from_scope(scope)
+        store: OutcomeStore | None = shared.idempotency if shared is not None else None
         key = dict(scope["headers"]).get(HEADER)
         found = None if key is None or store is None else mutation(scope["method"], scope["path"])
-        if key is None or store is None or found is None:
+        if shared is None or key is None or store is None or found is None:
             await self.app(scope, receive, send)
             return
-        where = _Where(state, *found)
+        where = _Where(shared.catalogs, shared.threads, *found)
         request = Request(scope)
         text = key.decode("latin-1").strip()
         if not _UUID.match(text):
@@ -220,20 +221,14 @@ class Idempotency:
 class _Where:
     """The operation a key was sent to and its catalog: what of its answer is kept, and how it is given again."""
 
-    def __init__(self, state: dict[str, object], operation: str, catalog: str | None) -> None:
-        self.state, self.operation, self.catalog = state, operation, catalog
+    def __init__(self, catalogs: Catalogs, threads: ThreadRunner, operation: str, catalog: str | None) -> None:
+        self.catalogs, self.threads, self.operation, self.catalog = catalogs, threads, operation, catalog
 
     async def keep(self, headers: replay.Headers, body: bytes) -> tuple[replay.Headers, bytes]:
-        catalogs, threads = self.state.get("catalogs"), self.state.get("threads")
-        if not isinstance(catalogs, Catalogs) or not isinstance(threads, ThreadRunner):  # a bare test app
-            return headers, body
-        return await replay.keep(catalogs, threads, self.operation, self.catalog, headers, body)
+        return await replay.keep(self.catalogs, self.threads, self.operation, self.catalog, headers, body)
 
     async def give(self, headers: replay.Headers, body: bytes) -> tuple[replay.Headers, bytes]:
-        catalogs = self.state.get("catalogs")
-        if not isinstance(catalogs, Catalogs):
-            return headers, body
-        return await replay.give(catalogs, self.catalog, headers, body)
+        return await replay.give(self.catalogs, self.catalog, headers, body)
 
 
 class _Owned:

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.responses import json_response
 from irc_proxy.http.routes import endpoints_for
 
@@ -36,7 +37,7 @@ async def get_config(request: Request) -> Response:
     if access.authorizer(request).enabled:
         await access.of(request, catalog.name).uses_catalog()
     await catalog.discover(parsing.context(request))
-    lifetime: timedelta = request.state.settings.server.idempotency_key_lifetime
+    lifetime = app_state(request).settings.server.idempotency_key_lifetime
     advertised = iso_duration(lifetime) if lifetime else None
     return json_response(catalog.client_config(endpoints_for(catalog), advertised))
 
@@ -58,8 +59,8 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     """Ready when the state database and every catalog backend answer within the readiness timeout."""
-    checks: dict[str, ReadinessCheck] = request.state.readiness
-    timeout: float = request.state.settings.server.readiness_timeout_seconds
+    shared = app_state(request)
+    checks, timeout = shared.readiness, shared.settings.server.readiness_timeout_seconds
     results = await asyncio.gather(*(_probe(check, timeout) for check in checks.values()))
     report = dict(zip(checks, results, strict=True))
     ready = all(result == "ok" for result in report.values())

@@ -12,8 +12,9 @@ from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import Scope
 
+from irc_proxy.handling.catalog import Catalogs
+from irc_proxy.http.app_state import app_state
 from irc_proxy.metrics import REQUEST_LATENCY, REQUESTS
-from irc_proxy.threads import ThreadRunner
 
 UNMATCHED = "unmatched"
 _CATALOG_ROOTS = ("/v1/namespaces", "/v1/tables/", "/v1/views/", "/v1/transactions/")
@@ -21,7 +22,7 @@ _CATALOG_ROOTS = ("/v1/namespaces", "/v1/tables/", "/v1/views/", "/v1/transactio
 
 async def metrics(request: Request) -> Response:
     """``GET /metrics``: every metric of this process in the Prometheus text format."""
-    threads: ThreadRunner = request.state.threads
+    threads = app_state(request).threads
     return Response(await threads.run(generate_latest, REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -41,12 +42,10 @@ def routed(scope: Scope) -> tuple[str, dict[str, Any]]:
     return (path.replace("/v1/", "/v1/{prefix}/", 1) if path.startswith(_CATALOG_ROOTS) else path), params
 
 
-def catalog_label(scope: Scope, template: str, params: dict[str, Any]) -> str:
-    """The catalog a request addressed: its ``{prefix}``, the default catalog, or empty when none applies."""
-    if not template.startswith("/v1/{prefix}/"):
-        return ""
-    catalogs = (scope.get("state") or {}).get("catalogs")
-    if catalogs is None:
+def catalog_label(catalogs: Catalogs | None, template: str, params: dict[str, Any]) -> str:
+    """The catalog a request addressed: its ``{prefix}``, the default catalog, or empty when none applies
+    (or when the app runs without its lifespan: no ``catalogs``)."""
+    if catalogs is None or not template.startswith("/v1/{prefix}/"):
         return ""
     prefix = params.get("prefix")
     if prefix is None:
@@ -58,14 +57,14 @@ def catalog_label(scope: Scope, template: str, params: dict[str, Any]) -> str:
     return name if name in names else UNMATCHED  # unknown prefixes: no new labels
 
 
-_CATALOG_NAMES: WeakKeyDictionary[Any, frozenset[str]] = WeakKeyDictionary()
+_CATALOG_NAMES: WeakKeyDictionary[Catalogs, frozenset[str]] = WeakKeyDictionary()
 _Children = tuple[Any, Any]
 _CHILDREN: dict[tuple[str, str, int, str], _Children] = {}
 """The labelled counter and histogram of each label set seen (as bounded as the labels themselves):
 ``labels()`` takes a lock and builds a key on every call."""
 
 
-def observe(scope: Scope, status: int, seconds: float) -> None:
+def observe(scope: Scope, status: int, seconds: float, catalogs: Catalogs | None) -> None:
     """Count and time one answered request by method, route template, status and catalog.
 
     ``scope`` is the one the router saw (it records the matched route there); requests answered
@@ -73,7 +72,7 @@ def observe(scope: Scope, status: int, seconds: float) -> None:
     """
     method = scope["method"] if scope["method"] in _METHODS else "OTHER"
     route, params = routed(scope)
-    catalog = catalog_label(scope, route, params)
+    catalog = catalog_label(catalogs, route, params)
     key = (method, route, status, catalog)
     children = _CHILDREN.get(key)
     if children is None:

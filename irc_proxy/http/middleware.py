@@ -18,11 +18,10 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from irc_proxy.errors import PayloadTooLarge
-from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.http.app_state import begin, context_of, from_scope
 from irc_proxy.http.audit import submit_record
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.metrics import observe
-from irc_proxy.http.parsing import CONTEXT
 from irc_proxy.logs import REQUEST_ID
 from irc_proxy.text import field
 
@@ -53,9 +52,10 @@ def _route_path(raw_path: bytes) -> str:
 class Edge:
     """The outermost middleware of every HTTP request, in this order of duties:
 
-    - **request id**: ``X-Request-Id`` (kept if the client sent a sane one, else a new one) in
-      ``scope["state"]``, on the response and on every log line (``irc_proxy.logs.REQUEST_ID``);
-    - **timing and status**: ``started`` and ``status`` in ``scope["state"]``;
+    - **request id**: ``X-Request-Id`` (kept if the client sent a sane one, else a new one) in the
+      request's record (``app_state.begin``), on the response and on every log line
+      (``irc_proxy.logs.REQUEST_ID``);
+    - **status**: the response's, in the request's record once it begins (``RequestContext.status``);
     - **raw-path routing**: ASGI servers put the percent-decoded path in ``scope["path"]``, where
       ``%2F`` inside a name would become a path separator and ``%1F`` a control character. The
       spec's path segments must be split first and decoded one by one, so routing sees ``raw_path``
@@ -84,9 +84,7 @@ class Edge:
         if not (0 < len(request_id) <= 128 and request_id.isprintable()):
             request_id = uuid.uuid4().hex
         id_header = (b"x-request-id", request_id.encode("latin-1"))
-        state = scope.setdefault("state", {})
-        state.update(request_id=request_id, started=started, status=500)
-        state[CONTEXT] = context = RequestContext(request_id)
+        context = begin(scope, request_id)
         raw_path = scope.get("raw_path")
         inner = dict(scope, path=_route_path(raw_path)) if raw_path else scope
 
@@ -107,8 +105,7 @@ class Edge:
         async def edge_send(message: Message) -> None:
             kind = message["type"]
             if kind == "http.response.start":
-                state["status"] = message["status"]
-                state["answered"] = True
+                context.status = message["status"]
                 message["headers"] = [*message.get("headers", ()), id_header]
             elif has_body and kind == "http.response.body" and not message.get("more_body", False):
                 drained = 0
@@ -122,10 +119,11 @@ class Edge:
         try:
             await self.app(inner, receive_app, edge_send)
         finally:
-            status = state["status"]
+            status = context.status or 500
             took = time.perf_counter() - started
-            observe(inner, status, took)
-            submit_record(state, status, took * 1000)
+            shared = from_scope(scope)
+            observe(inner, status, took, shared.catalogs if shared is not None else None)
+            submit_record(shared, context, status, took * 1000)
             if access_log.isEnabledFor(logging.INFO):
                 path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
                 client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
@@ -212,5 +210,6 @@ class CatalogApp(Starlette):
         try:
             await super().__call__(scope, receive, send)
         except Exception:
-            if scope.get("state", {}).get("answered"):
+            context = context_of(scope)
+            if context is not None and context.status is not None:
                 raise

@@ -17,14 +17,12 @@ from irc_proxy.handling import input_errors
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.naming import Namespace, TableIdent, shown, validate_namespace
 from irc_proxy.handling.operations.commit_bodies import Offload
-from irc_proxy.handling.paging import PageBinding, PageRequest, PageTokens, listing_scope
+from irc_proxy.handling.paging import PageBinding, PageRequest, listing_scope
 from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.handling.tables.commit_limits import CommitLimits
 from irc_proxy.http import request_limits
-from irc_proxy.threads import ThreadRunner
+from irc_proxy.http.app_state import app_state, request_context
 
-CONTEXT = "context"
-"""The key of the request's :class:`RequestContext` in ``scope["state"]``."""
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 _ENCODED_UNIT_SEPARATOR = re.compile("%1f", re.IGNORECASE)
@@ -33,8 +31,7 @@ _QUOTED_LEVEL = re.compile(r"(?:[A-Za-z0-9_.~-]|%[0-9A-Fa-f]{2})+")
 
 
 def catalogs(request: Request) -> Catalogs:
-    found: Catalogs = request.state.catalogs
-    return found
+    return app_state(request).catalogs
 
 
 def catalog(request: Request) -> Catalog:
@@ -65,13 +62,8 @@ def no_such_warehouse(name: str) -> NoSuchWarehouse:
 _CATALOG = "irc_proxy.catalog"
 
 
-def context(request: Request) -> RequestContext:
-    """The request's typed record (created by ``middleware.Edge``; a bare one outside it, e.g. in unit tests)."""
-    state = request.scope.setdefault("state", {})
-    found: RequestContext | None = state.get(CONTEXT)
-    if found is None:
-        found = state[CONTEXT] = RequestContext(request_id=str(state.get("request_id", "")))
-    return found
+context: Callable[[Request], RequestContext] = request_context
+"""The request's typed record (``app_state.request_context``), under the name handlers know it by."""
 
 
 def principal(request: Request) -> str:
@@ -134,7 +126,7 @@ def page_param(request: Request) -> PageRequest:
     token, size = params.get("pageToken"), params.get("pageSize")
     if token is None and size is None:
         return PageRequest()
-    settings = request.state.settings.server
+    settings = app_state(request).settings.server
     limit = settings.default_page_size
     if size:
         try:
@@ -150,7 +142,7 @@ def page_param(request: Request) -> PageRequest:
 
 def page_binding(request: Request) -> PageBinding:
     """Page tokens of this listing: bound to the caller, catalog, operation and parent (``paging``)."""
-    tokens: PageTokens = request.state.page_tokens
+    tokens = app_state(request).page_tokens
     parent = namespace_param(request) if "namespace" in request.path_params else parent_param(request)
     operation = context(request).audit.operation or request.url.path
     return PageBinding(tokens, listing_scope(principal(request), catalog(request).name, operation, parent))
@@ -193,7 +185,7 @@ async def parsed_body(request: Request, parse: Callable[[Any], R]) -> R:
     """
     raw = await request.body()
     cached = request.scope.get(_JSON, _MISSING)
-    max_depth: int = request.state.settings.server.max_json_depth
+    max_depth = app_state(request).settings.server.max_json_depth
 
     def run() -> R:
         data = decode_json(raw, max_depth) if cached is _MISSING else cached
@@ -202,7 +194,7 @@ async def parsed_body(request: Request, parse: Callable[[Any], R]) -> R:
 
     if len(raw) <= INLINE_BODY_BYTES:
         return run()
-    threads: ThreadRunner = request.state.threads
+    threads = app_state(request).threads
     return await threads.run(run)
 
 
@@ -232,13 +224,13 @@ async def off_loop(request: Request, work: Callable[[], R]) -> R:
     """``work()`` on the event loop for a small body, in the shared worker pool for a large one."""
     if len(await request.body()) <= INLINE_BODY_BYTES:
         return work()
-    threads: ThreadRunner = request.state.threads
+    threads = app_state(request).threads
     return await threads.run(work)
 
 
 def commit_limits(request: Request) -> CommitLimits:
     """The entries one commit may carry, from ``server.max_commit_*``."""
-    server = request.state.settings.server
+    server = app_state(request).settings.server
     return CommitLimits(server.max_commit_updates, server.max_commit_requirements, server.max_commit_metadata_adds)
 
 

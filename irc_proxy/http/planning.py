@@ -10,12 +10,12 @@ from starlette.responses import Response
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling.operations.scan_plans import ScanPlanning
 from irc_proxy.http import access, credentials, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.responses import json_response, no_content
 
 
 def _planning(request: Request) -> ScanPlanning:
-    planning: ScanPlanning = request.state.scan_planning
-    return planning
+    return app_state(request).scan_planning
 
 
 def _plan_id(request: Request) -> str:

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.tables.tables import LoadedTable
-from irc_proxy.threads import ThreadRunner
+from irc_proxy.http.app_state import app_state
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -90,7 +90,7 @@ async def commit_table_body(request: Request, table: LoadedTable) -> bytes:
     """CommitTableResponse bytes, serialised off the event loop when the metadata is large."""
     if table.metadata_json is not None or entries(table.metadata) <= INLINE_ENTRIES:
         return load_table_body(table, with_config=False)
-    threads: ThreadRunner = request.state.threads
+    threads = app_state(request).threads
     return await threads.run(load_table_body, table, None, False)
 
 

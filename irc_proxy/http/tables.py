@@ -11,6 +11,7 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.operations import table_loads, table_ops
 from irc_proxy.handling.tables.tables import TableCreate
 from irc_proxy.http import access, credentials, parsing, responses
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.bodies import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -59,7 +60,7 @@ async def register_table(request: Request) -> Response:
     ident = TableIdent(parsing.namespace_param(request), body.name)
     catalog, asked = parsing.catalog(request), credentials.asked(request)
     result = await table_loads.register_table(
-        access.of(request), catalog, ident, body.metadata_location, body.overwrite, asked, request.state.trash
+        access.of(request), catalog, ident, body.metadata_location, body.overwrite, asked, app_state(request).trash
     )
     return _render(result)
 
@@ -108,7 +109,9 @@ async def commit_transaction(request: Request) -> Response:
 
 async def drop_table(request: Request) -> Response:
     ident, purge = parsing.table_param(request), parsing.bool_param(request, "purgeRequested")
-    await table_ops.drop_table(parsing.context(request), parsing.catalog(request), ident, purge, request.state.trash)
+    await table_ops.drop_table(
+        parsing.context(request), parsing.catalog(request), ident, purge, app_state(request).trash
+    )
     return no_content()
 
 

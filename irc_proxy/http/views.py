@@ -10,6 +10,7 @@ from starlette.responses import Response
 from irc_proxy.handling.operations import view_ops
 from irc_proxy.handling.views.views import LoadedView, ViewCreate
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.bodies import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameTableRequest
 from irc_proxy.http.responses import identifier, json_response, no_content
 
@@ -54,7 +55,7 @@ async def replace_view(request: Request) -> Response:
 
 async def drop_view(request: Request) -> Response:
     ident = parsing.table_param(request, "view")
-    await view_ops.drop_view(parsing.context(request), parsing.catalog(request), ident, request.state.trash)
+    await view_ops.drop_view(parsing.context(request), parsing.catalog(request), ident, app_state(request).trash)
     return no_content()
 
 
@@ -69,6 +70,6 @@ async def register_view(request: Request) -> Response:
     namespace = parsing.namespace_param(request)
     catalog = parsing.catalog(request)
     view = await view_ops.register_view(
-        access.of(request), catalog, namespace, body.name, body.metadata_location, request.state.trash
+        access.of(request), catalog, namespace, body.name, body.metadata_location, app_state(request).trash
     )
     return load_view_response(view)

@@ -20,7 +20,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import StartupError
@@ -38,10 +38,38 @@ class SchemaOutOfDate(StartupError):
     """The database schema is older (or newer) than this version of irc-proxy expects."""
 
 
-def create_state_engine(url: str) -> Engine:
-    """An engine for the state database (SQLite gets WAL and a busy timeout)."""
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
+class NoStateDatabase(StartupError):
+    """A command that only uses the state database found none there; only ``serve`` and ``db upgrade`` make one.
+
+    ``where`` is the SQLite file's path, or the database URL with its password masked."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"no state database at {where}")
+        self.where = where
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL; None for another database or an in-memory one (which nothing else shares)."""
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def create_state_engine(url: str, create: bool = True) -> Engine:
+    """An engine for the state database (SQLite gets WAL and a busy timeout).
+
+    ``create=False`` is for commands that use an existing database and must not leave a new one behind (a
+    typo'd ``--config`` or another working directory would otherwise make an empty database and report
+    "nothing there"): a SQLite file that does not exist raises ``NoStateDatabase`` before anything is
+    made (SQLite creates the file on connect). A server database is checked by ``ensure_schema``.
+    """
+    file = sqlite_file(url) if url.startswith("sqlite") else None
+    if file is not None and create:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    elif file is not None and not file.is_file():
+        raise NoStateDatabase(str(file.resolve()))
     # A short connect timeout: an unreachable database answers 503 quickly instead of hanging requests.
     connect_args = {"connect_timeout": 5} if url.startswith("postgresql") else {}
     engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)
@@ -118,31 +146,40 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     return before, head_revision()
 
 
-def ensure_schema(engine: Engine, auto_upgrade: bool) -> None:
-    """Refuse to run on an out-of-date schema; a brand-new empty database is initialised.
+def ensure_schema(engine: Engine, auto_upgrade: bool, initialise: bool = True) -> None:
+    """Refuse to run on an out-of-date schema; a brand-new empty database is initialised (``initialise``).
 
     The check runs without a lock; a change runs under ``schema_lock`` and checks again there (another
     replica may have just done it).
 
     Raises:
         SchemaOutOfDate: with a message saying which revision is there and what to run.
+        NoStateDatabase: ``initialise`` is false and the database is brand-new (no schema of ours, nothing
+            but a local catalog's tables): what ``serve`` would initialise.
     """
     head = head_revision()
-    if current_revision(engine) == head:
+    current = current_revision(engine)
+    if current == head:
         return
+    if not initialise and _fresh(engine, current):  # before the lock: its SQLite lock file is state too
+        file = sqlite_file(engine.url.render_as_string(hide_password=False))
+        raise NoStateDatabase(str(file.resolve()) if file else engine.url.render_as_string(hide_password=True))
     with schema_lock(engine):
         current = current_revision(engine)
         if current == head:
             return
-        # Fresh: nothing but (perhaps) a local catalog's tables, when it shares this database.
-        fresh = current is None and set(inspect(engine).get_table_names()) <= CATALOG_TABLE_NAMES
-        if fresh or auto_upgrade:
+        if _fresh(engine, current) or auto_upgrade:
             command.upgrade(_alembic_config(engine), "head")
             return
     raise SchemaOutOfDate(
         f"the state database schema is at revision {current or 'none'} but this irc-proxy needs {head}; "
         "run `irc-proxy db upgrade` (or set state.auto_upgrade = true)"
     )
+
+
+def _fresh(engine: Engine, current: str | None) -> bool:
+    """Brand-new: no schema revision, and no tables but (perhaps) a local catalog's, when it shares this database."""
+    return current is None and set(inspect(engine).get_table_names()) <= CATALOG_TABLE_NAMES
 
 
 def as_utc(moment: datetime) -> datetime:

@@ -320,3 +320,35 @@ class RevokedRow(SQLModel, table=True):
     kind: str = Field(max_length=16)
     digest: str = Field(max_length=64)
     expires_at: float = Field(sa_type=Float)
+
+
+class MaintenanceRunRow(SQLModel, table=True):
+    """One requested maintenance run of one table (``irc_proxy.stores.maintenance``).
+
+    ``lease_key`` (a digest of catalog, namespace and table) is set only while the run is ``running``: its
+    unique constraint lets at most one run per table run at a time across replicas; a lease past
+    ``lease_expires_at`` (its replica died) is taken over by another."""
+
+    __tablename__ = "maintenance_run"
+    __table_args__ = (
+        UniqueConstraint("lease_key", name="uq_maintenance_run_lease_key"),
+        Index("ix_maintenance_run_table", "catalog", "namespace", "name", "created_at"),
+        Index("ix_maintenance_run_status", "status", "created_at"),
+    )
+
+    id: str = Field(primary_key=True, max_length=64)
+    catalog: str = Field(max_length=255)
+    namespace: str = Field(max_length=1024)  # JSON array of levels
+    name: str = Field(max_length=255)
+    jobs: str = Field(sa_type=Text)  # JSON array of job names
+    dry_run: bool
+    status: str = Field(max_length=16)
+    results: str | None = Field(default=None, sa_type=Text)  # JSON object: job -> its result
+    requested_by: str = Field(max_length=255)
+    created_at: datetime = _moment()
+    started_at: datetime | None = _moment(default=None)
+    finished_at: datetime | None = _moment(default=None)
+    error: str | None = Field(default=None, sa_type=Text)
+    holder: str | None = Field(default=None, max_length=64)
+    lease_key: str | None = Field(default=None, max_length=64)
+    lease_expires_at: datetime | None = _moment(default=None)

@@ -156,7 +156,8 @@ class TrashStore:
         )
         await self._threads.run(self._execute, statement)
 
-    async def get(self, catalog: str, entry_id: str) -> TrashEntry | None:
+    async def get(self, catalog: str | None, entry_id: str) -> TrashEntry | None:
+        """The kept entry ``entry_id`` of ``catalog``; of any catalog when None (entry ids are unique)."""
         return await self._threads.run(self._get, catalog, entry_id)
 
     async def page(self, catalog: str, which: TrashFilter, offset: int, limit: int) -> list[TrashEntry]:
@@ -217,8 +218,10 @@ class TrashStore:
             }
         return [entry for entry in found if entry.entry_id in removed]
 
-    def _get(self, catalog: str, entry_id: str) -> TrashEntry | None:
-        where = and_(ENTRIES.c.catalog == catalog, ENTRIES.c.entry_id == entry_id, ENTRIES.c.state == "kept")
+    def _get(self, catalog: str | None, entry_id: str) -> TrashEntry | None:
+        where = and_(ENTRIES.c.entry_id == entry_id, ENTRIES.c.state == "kept")
+        if catalog is not None:
+            where = and_(where, ENTRIES.c.catalog == catalog)
         with database_errors("State database"), self._engine.begin() as conn:
             row = conn.execute(select(ENTRIES).where(where)).first()
         return None if row is None else _entry(row)

@@ -25,6 +25,7 @@ from irc_proxy.handling.operations.management import GrantSpec
 from irc_proxy.handling.security.authz import ANY_CATALOG, Privilege, to_grant
 from irc_proxy.http import access, parsing
 from irc_proxy.http.admin import management_of
+from irc_proxy.http.app_state import app_state
 from irc_proxy.numbers import is_number
 from irc_proxy.ui import links
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, Page, form_fields, page, render
@@ -237,7 +238,7 @@ async def audit_page(request: Request) -> Response:
     """The audit trail newest first, filtered, ``PAGE_SIZE`` records a page with a link to older ones."""
     wanted = _audit_filter(request.query_params)
     cursor = _cursor(request.query_params.get("older", ""))
-    found: list[dict[str, Any]] = await request.state.audit_reader.query(
+    found: list[dict[str, Any]] = await app_state(request).audit_reader.query(
         **wanted.arguments(), before_id=cursor, limit=PAGE_SIZE + 1
     )
     shown = found[:PAGE_SIZE]

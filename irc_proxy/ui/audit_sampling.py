@@ -16,6 +16,7 @@ from urllib.parse import unquote_plus
 from starlette.requests import Request
 
 from irc_proxy.http import parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.ui.lru import Lru
 
 REMEMBERED = 10_000
@@ -27,7 +28,7 @@ def sample(request: Request, status: int) -> None:
     """Leave ``request`` unrecorded when the same read was recorded less than the window ago."""
     context = parsing.context(request)
     note = context.audit
-    every: float = request.state.settings.server.ui_audit_every_seconds
+    every = app_state(request).settings.server.ui_audit_every_seconds
     if request.method != "GET" or every <= 0 or note.operation is None or status == 403 or note.decision == "denied":
         return
     prefix = note.params.get("prefix")

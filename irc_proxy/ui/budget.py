@@ -25,6 +25,7 @@ from starlette.requests import Request
 
 from irc_proxy.errors import ServiceUnavailable
 from irc_proxy.http import parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.threads import ThreadRunner
 
 R = TypeVar("R")
@@ -111,7 +112,7 @@ def deadline(request: Request) -> Deadline:
     """The request's deadline, started the first time it is asked for."""
     found: Deadline | None = request.scope.get(_DEADLINE)
     if found is None:
-        found = request.scope[_DEADLINE] = Deadline.after(request.state.settings.server.ui_page_budget_seconds)
+        found = request.scope[_DEADLINE] = Deadline.after(app_state(request).settings.server.ui_page_budget_seconds)
     return found
 
 
@@ -119,7 +120,7 @@ async def run(request: Request, fn: Callable[[Deadline], R]) -> R:
     """``fn(deadline)`` in one of the console's worker slots; PageTooCostly when no slot frees up in time or
     ``fn`` overruns (``fn`` checks the deadline; the wait for a slot is cancelled at it)."""
     due = deadline(request)
-    threads: ThreadRunner = request.state.threads
+    threads = app_state(request).threads
     runner = _RUNNERS.get(threads)
     if runner is None:
         runner = _RUNNERS[threads] = threads.limited(RENDERERS)

@@ -36,13 +36,12 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from irc_proxy.errors import BadRequest, CatalogError, NotAuthenticated, NotFound, ServiceUnavailable
-from irc_proxy.handling.paging import PageTokens
-from irc_proxy.handling.security.sessions import Revocations
 from irc_proxy.http import parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.console_cookie import cookie_name
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
-from irc_proxy.settings import AuthSettings, OidcSettings
+from irc_proxy.settings import OidcSettings
 from irc_proxy.ui.pages import SECURITY_HEADERS, render
 from irc_proxy.ui.session import UI_PREFIX, safe_next, set_console_cookie, set_session
 
@@ -81,7 +80,7 @@ class Flow:
 
 
 def _console_oidc(request: Request) -> OidcSettings:
-    auth: AuthSettings = request.state.settings.auth
+    auth = app_state(request).settings.auth
     if auth.mode != "oidc" or not auth.oidc.console_client_id:
         raise NotFound('No console sign-in here: it needs auth.mode = "oidc" and auth.oidc.console_client_id')
     return auth.oidc
@@ -130,7 +129,7 @@ def _open_flow(request: Request) -> Flow:
     sealed = request.cookies.get(cookie_name(request.url.scheme, FLOW_COOKIE))
     if not sealed:
         raise stale
-    tokens: PageTokens = request.state.page_tokens
+    tokens = app_state(request).page_tokens
     try:
         flow = Flow(**json.loads(tokens.open(sealed, _SEALED_FOR)))
     except (BadRequest, TypeError, ValueError):  # changed, or sealed by another version
@@ -156,7 +155,7 @@ async def start(request: Request) -> Response:
         provider.authorization_endpoint, oidc.console_client_id, "code", nonce=flow.nonce, **query, **pkce
     )
     response = RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
-    tokens: PageTokens = request.state.page_tokens
+    tokens = app_state(request).page_tokens
     _set_flow(response, request, tokens.seal(json.dumps(asdict(flow)), _SEALED_FOR), FLOW_SECONDS)
     return response
 
@@ -183,7 +182,8 @@ async def _finish(request: Request) -> Response:
     # Once only, on every replica: a replayed callback (the same flow cookie and state) is refused, here
     # before the provider is asked and below for good once it has answered with tokens (only then is the
     # flow recorded: anyone can start one and come back with its state and a made-up code).
-    revocations: Revocations = request.state.revocations
+    revocations = app_state(request).revocations
+    assert revocations is not None, "kept with every auth.mode but none"
     if await revocations.used(USED_FLOW, flow.state):
         raise BadRequest(_REPLAYED)
     if "error" in request.query_params:  # its description is the provider's (or anyone's) text: not shown
@@ -207,7 +207,7 @@ async def _finish(request: Request) -> Response:
         nonce = str(_claims(id_token).get("nonce", ""))
         if not hmac.compare_digest(nonce.encode(), flow.nonce.encode()):
             raise NotAuthenticated("The ID token does not belong to this sign-in (nonce)")
-    principal = await request.state.authenticator.authenticate(token)  # issuer, audience, signature, expiry
+    principal = await app_state(request).authenticator.authenticate(token)  # issuer, audience, signature, expiry
     parsing.context(request).principal = principal.name
     lifetime = min(_lifetime(answer.get("expires_in"), _claims(token).get("exp")), MAX_SESSION_SECONDS)
     if lifetime <= 0:

@@ -68,7 +68,7 @@ def _common(request: Request, values: dict[str, Any]) -> dict[str, Any]:
     context = parsing.context(request)
     values |= {"principal": context.principal, "csrf": csrf_token(request), "prefix": UI_PREFIX}
     values.setdefault("is_admin", context.grants is not None and context.grants.admin)
-    values.setdefault("auth_mode", request.state.settings.auth.mode)
+    values.setdefault("auth_mode", app_state(request).settings.auth.mode)
     return values
 
 
@@ -136,7 +136,13 @@ async def form_fields(request: Request) -> dict[str, str]:
 # Signing in ------------------------------------------------------------------------------------------------
 async def login_form(request: Request) -> Response:
     parsing.context(request).audit.name("ui.login")
-    return render(request, "login.html", next=safe_next(request.query_params.get("next", "")), error=None)
+    return _login_page(request, 200, safe_next(request.query_params.get("next", "")), None)
+
+
+def _login_page(request: Request, code: int, target: str, error: str | None) -> Response:
+    """The sign-in form; with ``auth.mode = "oidc"`` it links to the provider named in ``auth.oidc``."""
+    oidc = app_state(request).settings.auth.oidc
+    return render(request, "login.html", code, next=target, error=error, oidc=oidc)
 
 
 async def login(request: Request) -> Response:
@@ -146,7 +152,7 @@ async def login(request: Request) -> Response:
     target = safe_next(form.get("next", ""))
     try:
         check_csrf(request, str(form.get("csrf", "")))
-        service = request.state.token_service
+        service = app_state(request).token_service
         if service is None:
             raise BadRequest('Signing in with a client id and secret needs auth.mode = "oauth2"')
         client_id = str(form.get("client_id", ""))
@@ -154,10 +160,10 @@ async def login(request: Request) -> Response:
         issued = await service.issue("client_credentials", client_id, str(form.get("client_secret", "")), "", address)
     except TokenRequestError as exc:
         parsing.context(request).audit.note("denied", f"{exc.error}: {exc.description}")
-        return render(request, "login.html", 401, next=target, error="Unknown client id or wrong secret")
+        return _login_page(request, 401, target, "Unknown client id or wrong secret")
     except CatalogError as exc:
         status, _ = classify(exc)
-        return render(request, "login.html", status, next=target, error=exc.message)
+        return _login_page(request, status, target, exc.message)
     parsing.context(request).principal = issued.principal
     response = RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
     set_session(response, request, str(issued.body["access_token"]), int(issued.body.get("expires_in", 3600)))
@@ -188,7 +194,7 @@ async def _health(catalog: Catalog) -> str:
 @page("catalogs")
 async def catalogs_page(request: Request) -> Response:
     """Every catalog the caller has a grant in: kind, warehouse and whether its backend answers."""
-    settings = request.state.settings
+    settings = app_state(request).settings
     shown = []
     for catalog in parsing.catalogs(request).all():
         held = await access.of(request, catalog.name).grants()

@@ -28,9 +28,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from irc_proxy.errors import Forbidden, NotAuthenticated
-from irc_proxy.handling.security.authn import Authenticator
-from irc_proxy.handling.security.sessions import Revocations
 from irc_proxy.http import console_cookie
+from irc_proxy.http.app_state import app_state
 from irc_proxy.http.console_cookie import SESSION_COOKIE, cookie_name, session_cookie
 
 UI_PREFIX = console_cookie.UI_PREFIX
@@ -71,9 +70,9 @@ async def end_session(response: Response, request: Request) -> None:
     carry any cookie (and learn its CSRF token from the open sign-in form), and a made-up string must not
     become a row every replica reads."""
     token = request.cookies.get(session_cookie(request.url.scheme))
-    revocations: Revocations | None = request.state.revocations
+    revocations = app_state(request).revocations
     if token and revocations is not None:
-        authenticator: Authenticator = request.state.authenticator
+        authenticator = app_state(request).authenticator
         try:
             await authenticator.authenticate(token)
         except NotAuthenticated:
@@ -111,7 +110,7 @@ def csrf_token(request: Request) -> str:
         request.scope["ui_csrf"] = secrets.token_urlsafe(32)
         bound = _bound_to(request)
         assert bound is not None
-    keys: list[bytes] = request.state.csrf_keys
+    keys = app_state(request).csrf_keys
     return _mac(keys[0], *bound)
 
 
@@ -126,7 +125,7 @@ def check_csrf(request: Request, submitted: str) -> None:
     """Raises Forbidden unless the form's token is this browser's (its session's, or before signing in its
     pre-session cookie's)."""
     bound = _bound_to(request) if "ui_csrf" not in request.scope else None
-    keys: list[bytes] = request.state.csrf_keys
+    keys = app_state(request).csrf_keys
     if bound is None or not any(hmac.compare_digest(_mac(key, *bound).encode(), submitted.encode()) for key in keys):
         raise Forbidden("The form is stale or was not sent from this console (CSRF check failed); reload the page")
 

@@ -14,6 +14,7 @@ from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.operations import trash_ops
 from irc_proxy.handling.operations.trash import Restore, Trash, TrashFilter
 from irc_proxy.http import access, parsing
+from irc_proxy.http.app_state import app_state
 from irc_proxy.numbers import is_number
 from irc_proxy.ui.links import ns_path, segment
 from irc_proxy.ui.pages import PAGE_SIZE, SECURITY_HEADERS, form_fields, page, render
@@ -21,8 +22,7 @@ from irc_proxy.ui.session import UI_PREFIX, check_csrf
 
 
 def _trash(request: Request) -> Trash:
-    trash: Trash = request.state.trash
-    return trash
+    return app_state(request).trash
 
 
 @page("trash")

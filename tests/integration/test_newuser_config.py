@@ -110,9 +110,21 @@ def test_serve_with_unreachable_catalog_database_refuses_to_start(tmp_path: Path
     assert line.startswith("irc-proxy: refusing to start: ") and "Connection refused" in line
 
 
-def test_audit_query_on_a_fresh_data_dir_prints_nothing(tmp_path: Path) -> None:
-    result = run("audit", "query", env={"IRC_PROXY_DATA_DIR": str(tmp_path)})
-    assert result.returncode == 0 and result.stdout == "", result.stderr
+def test_audit_query_on_a_fresh_data_dir_refuses_and_creates_nothing(tmp_path: Path) -> None:
+    """It used to create an empty state database there and print nothing (issue 27)."""
+    result = run("audit", "query", env={"IRC_PROXY_DATA_DIR": str(tmp_path / "data")})
+    line = one_line_failure(result, 2)
+    assert f"no state database at {tmp_path / 'data' / 'state.db'}" in line and "--config" in line
+    assert result.stdout == "" and not (tmp_path / "data").exists()
+
+
+def test_audit_query_with_no_matching_record_says_so_on_stderr_only(tmp_path: Path) -> None:
+    env = {"IRC_PROXY_DATA_DIR": str(tmp_path)}
+    assert run("db", "upgrade", env=env).returncode == 0
+    result = run("audit", "query", "--principal", "nobody", env=env)
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr.strip() == "irc-proxy: no audit records match"
+    assert run("audit", "query", "--principal", "nobody", "--json", env=env).stderr == ""
 
 
 def test_db_upgrade_twice_says_up_to_date(tmp_path: Path) -> None:

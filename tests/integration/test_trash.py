@@ -54,6 +54,8 @@ drop_retention = "PT3S"
 [catalogs.instant]
 kind = "local"
 drop_retention = "PT0S"
+[catalogs.spare]
+kind = "local"
 """
 BRIEF = timedelta(seconds=3)
 
@@ -903,6 +905,47 @@ def test_the_command_line_lists_restores_and_expunges_and_is_audited(
     records = http.get(f"{MGMT}/audit", params={"principal": "cli:operator", "limit": "1000"}).json()["records"]
     mine = {(r["operation"], r["object"]) for r in records if r["object"] in (f"{ns_name}.t", f"{ns_name}.v")}
     assert mine == {("trash.restore", f"{ns_name}.t"), ("trash.expunge", f"{ns_name}.v")}
+
+
+def test_the_command_line_restores_and_expunges_by_the_id_alone(
+    proxy: ProxyProcess, http: httpx.Client, ns_name: str
+) -> None:
+    """Entry ids are unique across catalogs: --catalog is not needed (the entry is not in the default catalog
+    here); when given it must be the one that holds the entry."""
+    ns = new_namespace(http, "spare", ns_name, "eu")
+    created(http, "spare", ns, "t")
+    created(http, "spare", ns, "u")
+    drop(http, "spare", ns, "t")
+    drop(http, "spare", ns, "u")
+    entries = {e["identifier"]["name"]: e["id"] for e in entries_in(http, "spare", ns)}
+
+    wrong = cli(proxy, "restore", entries["t"], "--catalog", "local")
+    assert wrong.returncode == 1 and "No such trash entry in catalog local" in wrong.stderr
+    restored = cli(proxy, "restore", entries["t"], "--to", f"{ns_name}:eu:t.back")
+    assert restored.returncode == 0, restored.stderr
+    body = json.loads(restored.stdout)
+    assert body["catalog"] == "spare" and body["identifier"] == to(ns, "t.back")
+    assert http.get(table_url("spare", ns, "t.back")).status_code == 200
+
+    expunged = cli(proxy, "expunge", entries["u"])
+    assert expunged.returncode == 0, expunged.stderr
+    assert entries_in(http, "spare", ns) == []
+    missing = cli(proxy, "restore", entries["u"])
+    assert missing.returncode == 1 and f"No such trash entry: {entries['u']}" in missing.stderr
+
+
+def test_the_command_line_takes_a_namespace_in_every_typed_form(
+    proxy: ProxyProcess, http: httpx.Client, ns_name: str
+) -> None:
+    ns = new_namespace(http, "spare", ns_name, "new.db")
+    created(http, "spare", ns, "t")
+    drop(http, "spare", ns, "t")
+    for typed in (f"{ns_name}:new.db", f"{ns_name}%1Fnew.db", f"{ns_name}:new%2Edb", f"{ns_name}%1fnew%2Edb"):
+        listing = cli(proxy, "list", "--catalog", "spare", "--namespace", typed)
+        assert listing.returncode == 0, listing.stderr
+        assert [e["identifier"] for e in json.loads(listing.stdout)] == [to(ns, "t")], typed
+    dotted = cli(proxy, "list", "--catalog", "spare", "--namespace", f"{ns_name}.new.db")  # three levels
+    assert dotted.returncode == 0 and json.loads(dotted.stdout) == []
 
 
 def test_expiry_is_audited(http: httpx.Client, ns_name: str) -> None:

@@ -25,7 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
@@ -54,20 +54,22 @@ LEASE_SECONDS = 300.0
 
 @dataclass(frozen=True)
 class PlanningLimits:
-    sync_budget: float = 2.0
+    """The bounds of scan planning, from ``[server.scan_planning]`` (which holds their defaults)."""
+
+    sync_budget: float
     """Seconds a planTableScan may plan before answering ``submitted`` (0: always asynchronous)."""
-    files_per_task: int = 2000
+    files_per_task: int
     """Files one plan task (one fetchScanTasks) covers at most, by the manifest list's counts."""
-    tasks_per_response: int = 1000
+    tasks_per_response: int
     """File scan tasks put inline in a planTableScan answer before the rest goes out as plan tasks."""
-    response_bytes: int = 16 << 20
+    response_bytes: int
     """JSON of file scan tasks in one answer (planTableScan or fetchScanTasks) before the rest goes out as plan
     tasks (one task at least)."""
-    cpu_seconds: float = 10.0
+    cpu_seconds: float
     """CPU time one request may spend planning (``planning.budget``); past it the answer is 400."""
-    wall_seconds: float = 60.0
+    wall_seconds: float
     """Wall-clock time one request may spend planning in worker threads."""
-    filters: FilterLimits = field(default_factory=FilterLimits)
+    filters: FilterLimits
     """Bounds of a request's filter (literal sizes, list lengths, total)."""
 
 

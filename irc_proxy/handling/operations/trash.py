@@ -236,6 +236,13 @@ class Trash:
             raise NoSuchTrashEntry(f"No such trash entry in catalog {catalog.name}: {entry_id[:64]}")
         return found
 
+    async def find(self, entry_id: str) -> TrashEntry:
+        """The kept entry ``entry_id`` in whichever catalog holds it (ids are unique across catalogs)."""
+        found = await self.store.get(None, entry_id) if len(entry_id) <= 64 else None
+        if found is None:
+            raise NoSuchTrashEntry(f"No such trash entry: {entry_id[:64]}")
+        return found
+
     async def kept_at(self, catalog: Catalog, metadata_location: str) -> list[TrashEntry]:
         """The kept entries whose metadata file is ``metadata_location`` (a register of it takes them)."""
         return await self.store.kept_at(catalog.name, metadata_location)

@@ -16,39 +16,18 @@ from enum import StrEnum
 
 from irc_proxy.errors import BadRequest
 from irc_proxy.handling.naming import Namespace
+from irc_proxy.handling.security.privileges import ADMIN_ROLE, ANY_CATALOG, Privilege
 from irc_proxy.stores.authz import LEVEL_SEPARATOR, AuthzStore, StoredGrant, StoredPrincipal
 from irc_proxy.threads import ThreadRunner
 
-__all__ = ["LEVEL_SEPARATOR", "StoredGrant", "StoredPrincipal"]  # re-exported for the admin API
-ANY_CATALOG = "*"
-"""A grant on catalog ``*`` applies to every catalog."""
-ADMIN_ROLE = "admin"
-"""Holders of this role (and the configured bootstrap admins) hold every privilege and run the admin API."""
-
-
-class Privilege(StrEnum):
-    """What a grant allows. ``all`` is every privilege."""
-
-    CATALOG_USE = "catalog.use"
-    NAMESPACE_CREATE = "namespace.create"
-    NAMESPACE_LIST = "namespace.list"
-    NAMESPACE_USE = "namespace.use"
-    NAMESPACE_DROP = "namespace.drop"
-    NAMESPACE_PROPERTIES = "namespace.properties"
-    TABLE_LIST = "table.list"
-    TABLE_CREATE = "table.create"
-    TABLE_READ = "table.read"
-    TABLE_WRITE = "table.write"
-    TABLE_DROP = "table.drop"
-    VIEW_LIST = "view.list"
-    VIEW_CREATE = "view.create"
-    VIEW_READ = "view.read"
-    VIEW_REPLACE = "view.replace"
-    VIEW_DROP = "view.drop"
-    CREDENTIALS_READ = "credentials.read"
-    CREDENTIALS_WRITE = "credentials.write"
-    ALL = "all"
-
+__all__ = [  # re-exported for the admin API and the operations
+    "ADMIN_ROLE",
+    "ANY_CATALOG",
+    "LEVEL_SEPARATOR",
+    "Privilege",
+    "StoredGrant",
+    "StoredPrincipal",
+]
 
 IMPLIED_BY: dict[Privilege, frozenset[Privilege]] = {
     Privilege.TABLE_READ: frozenset({Privilege.TABLE_WRITE}),

@@ -69,4 +69,7 @@ class RequestContext:
     """The caller's grants, once the authorization step has looked them up."""
     list_filtered: bool = False
     """A listing shows only what the caller holds grants on (it may not list everything)."""
+    status: int | None = None
+    """The answer's status once it has begun (the front end notes it); None before, when an error can
+    still be answered."""
     audit: AuditNote = field(default_factory=AuditNote)

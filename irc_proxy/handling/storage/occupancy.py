@@ -92,6 +92,11 @@ class Occupancy:
         self.live: dict[str, LivePaths] = {}
         """Per kind (``table``, ``view``): how to ask an object for its current roots (set by the catalog)."""
 
+    @property
+    def allows_overlap(self) -> bool:
+        """Whether objects may share storage (``allow_overlapping_locations``): then no check holds them apart."""
+        return self._allow_overlap
+
     async def _conflicts(self, keys: Sequence[str], exclude: frozenset[Owner]) -> list[str]:
         """Keys of live roots of other objects that overlap ``keys``."""
         assert self._store is not None

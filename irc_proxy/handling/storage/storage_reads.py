@@ -38,8 +38,6 @@ from pyiceberg.table.metadata import TableMetadata
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden, NotFound, ServiceUnavailable
 from irc_proxy.handling.storage.locations import StorageLocations, is_under, shown, table_paths
 
-DEFAULT_MAX_BYTES = 64 << 20
-DEFAULT_TIMEOUT_SECONDS = 10.0
 _CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _UNUSABLE = (errno.ELOOP, errno.ENAMETOOLONG, errno.EINVAL, errno.ENXIO)
@@ -98,8 +96,11 @@ class TwoAttempts(AwsStandardS3RetryStrategy):  # type: ignore[misc]
 
 @dataclass(frozen=True)
 class ReadLimits:
-    max_bytes: int = DEFAULT_MAX_BYTES
-    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    """Bounds of a file read for a client; the values (and their defaults) are ``server.max_metadata_bytes`` and
+    ``server.storage_timeout_seconds``."""
+
+    max_bytes: int
+    timeout: float
 
 
 class TableFiles:

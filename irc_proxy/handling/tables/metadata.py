@@ -20,8 +20,6 @@ from irc_proxy.errors import CatalogError
 from irc_proxy.handling.storage.locations import METADATA_PATH, StorageLocations
 from irc_proxy.handling.storage.purge import Purge, read_failure, redact
 from irc_proxy.handling.storage.storage_reads import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_TIMEOUT_SECONDS,
     BoundedReader,
     ReadLimits,
     local_path,
@@ -147,14 +145,13 @@ class MetadataFiles:
         cache: MetadataCache | None = None,
         *,
         locations: StorageLocations | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        limits: ReadLimits,
     ) -> None:
         self._backend = backend
         self._threads = threads
         self.cache = cache if cache is not None else MetadataCache()
         self._locations = locations
-        self.reader = BoundedReader(backend, ReadLimits(max_bytes, timeout), locations)
+        self.reader = BoundedReader(backend, limits, locations)
 
     async def read(self, location: str, *, check_exists: bool = False) -> TableMetadata:
         """Parse the metadata file at ``location``. Raises NotFound if it cannot be opened."""

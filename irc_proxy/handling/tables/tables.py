@@ -66,6 +66,10 @@ class TableChange:
     ident: TableIdent
     requirements: Sequence[TableRequirement]
     updates: Sequence[TableUpdate]
+    base_location: str | None = None
+    """Commit only on this metadata file, with no rebase onto a newer one (a CommitFailed otherwise): the
+    whole-metadata compare-and-swap of Java's ``TableOperations.commit(base, new)``, which table maintenance
+    uses so that no concurrent change (a new tag, a new snapshot) is undone by a change planned without it."""
 
 
 NEW_TABLE_DEFAULTS = {"write.parquet.compression-codec": "zstd"}
@@ -281,6 +285,9 @@ class Tables:
                 raise AlreadyExists(f"View with same name already exists: {ident}")
         else:
             base = await self.files.read(current)
+        if change.base_location is not None and current != change.base_location:
+            COMMIT_CONFLICTS.inc()
+            raise CommitFailed(f"Commit failed: {ident} changed since the change was planned")
         try:
             commits.check_requirements(change.requirements, base)
             updates = await self._rebase(base, change.requirements, change.updates)  # stale blind appends

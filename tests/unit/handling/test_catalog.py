@@ -18,7 +18,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadataUtil
 from pyiceberg.types import LongType, NestedField
 
-from irc_proxy.backends.base import Capability
+from irc_proxy.app import read_limits
+from irc_proxy.backends.base import Backend, Capability
 from irc_proxy.backends.rest.upstream import RestUpstream
 from irc_proxy.errors import NoSuchTable, NotFound
 from irc_proxy.handling.catalog import Catalog
@@ -28,7 +29,7 @@ from irc_proxy.handling.paging import PageBinding, PageTokens, listing_scope, ne
 from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.handling.tables.format_v3 import TableMetadataV3
 from irc_proxy.handling.tables.tables import TableCreate
-from irc_proxy.settings import RestCatalogSettings
+from irc_proxy.settings import RestCatalogSettings, ServerSettings
 from irc_proxy.threads import ThreadRunner
 from tests.support.memory_backend import MemoryBackend
 
@@ -36,7 +37,7 @@ T = TypeVar("T")
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 NS = "/v1/{prefix}/namespaces/{namespace}"
 TABLE = NS + "/tables/{table}"
-SPARK_V3 = Path(__file__).parent / "data" / "spark_v3" / "mor.metadata.json"
+SPARK_V3 = Path(__file__).parent / "tables" / "data" / "spark_v3" / "mor.metadata.json"
 KEY = {"key-id": "k1", "encrypted-key-metadata": "AAEC", "properties": {"kms": "test"}}
 
 
@@ -48,13 +49,18 @@ def _pages(catalog: str, operation: str, parent: tuple[str, ...]) -> PageBinding
     return PageBinding(PageTokens([new_key()]), listing_scope("alice", catalog, operation, parent))
 
 
+def _build(name: str, backend: Backend) -> Catalog:
+    limits = read_limits(ServerSettings())
+    return Catalog.build(name, backend, ":", ThreadRunner(2), allowed_locations=[backend.warehouse], read_limits=limits)
+
+
 def _never() -> Any:
     raise AssertionError("the call is built only when it is sent")
 
 
 # Served here -----------------------------------------------------------------------------------------------
 def test_a_served_catalog_answers_loads_listings_and_opens_from_its_own_tables(tmp_path: Path) -> None:
-    catalog = Catalog.build("mem", MemoryBackend((tmp_path / "warehouse").as_uri()), ":", ThreadRunner(2))
+    catalog = _build("mem", MemoryBackend((tmp_path / "warehouse").as_uri()))
     context, ident = RequestContext(request_id="r1"), TableIdent(("db",), "a")
 
     async def work() -> None:
@@ -169,7 +175,7 @@ def _forwarded(tmp_path: Path) -> tuple[Catalog, Upstream]:
     settings = RestCatalogSettings(kind="rest", uri="http://upstream.test")  # type: ignore[arg-type]
     upstream = RestUpstream("fed", settings, ThreadRunner(1), httpx.MockTransport(answers))
     backend = ForwardingBackend((tmp_path / "warehouse").as_uri(), upstream)
-    return Catalog.build("fed", backend, ":", ThreadRunner(2)), answers
+    return _build("fed", backend), answers
 
 
 def test_a_forwarded_catalog_answers_loads_with_the_v3_fields_pyicebergs_parser_drops(tmp_path: Path) -> None:

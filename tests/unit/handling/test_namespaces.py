@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from irc_proxy.app import read_limits
 from irc_proxy.errors import NamespaceNotEmpty
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.namespaces import COUNT_CAP, no_such_namespace
+from irc_proxy.settings import ServerSettings
 from irc_proxy.threads import ThreadRunner
 from tests.support.memory_backend import MemoryBackend
 
@@ -37,7 +39,14 @@ def test_no_hint_without_a_dot_an_empty_part_or_with_unsafe_or_long_names(namesp
 
 def test_a_refused_drop_counts_each_kind_only_up_to_the_cap(tmp_path: Path) -> None:
     backend = MemoryBackend((tmp_path / "warehouse").as_uri(), True)
-    catalog = Catalog.build("mem", backend, ":", ThreadRunner(2))
+    catalog = Catalog.build(
+        "mem",
+        backend,
+        ":",
+        ThreadRunner(2),
+        allowed_locations=[backend.warehouse],
+        read_limits=read_limits(ServerSettings()),
+    )
     backend.namespaces.update({"big": {}, "big:a": {}, "big:a:b": {}})
     backend.pointers.update({("big", f"t{i:03}"): f"file:///nowhere/{i}" for i in range(COUNT_CAP + 50)})
 

@@ -12,12 +12,14 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
+from irc_proxy.app import read_limits
 from irc_proxy.errors import AlreadyExists, CommitFailed, NamespaceNotEmpty, NoSuchTable, Unsupported
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.paging import PageRequest
 from irc_proxy.handling.tables import commits
 from irc_proxy.handling.tables.tables import TableChange, TableCreate
+from irc_proxy.settings import ServerSettings
 from irc_proxy.threads import ThreadRunner
 from tests.support.memory_backend import MemoryBackend
 
@@ -27,7 +29,10 @@ SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 
 def _catalog(tmp_path: Path, multi_table: bool = True) -> tuple[Catalog, MemoryBackend]:
     backend = MemoryBackend((tmp_path / "warehouse").as_uri(), multi_table)
-    return Catalog.build("mem", backend, ":", ThreadRunner(4)), backend
+    limits = read_limits(ServerSettings())
+    return Catalog.build(
+        "mem", backend, ":", ThreadRunner(4), allowed_locations=[backend.warehouse], read_limits=limits
+    ), backend
 
 
 def _run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:

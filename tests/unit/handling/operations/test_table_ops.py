@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
+from irc_proxy.app import read_limits
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.operations import namespace_ops, table_ops
@@ -19,6 +20,7 @@ from irc_proxy.handling.paging import PageRequest
 from irc_proxy.handling.security.authz import Grant, Grants, Privilege, Securable, SecurableType
 from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.handling.tables.tables import TableCreate
+from irc_proxy.settings import ServerSettings
 from irc_proxy.threads import ThreadRunner
 from tests.support.change_bodies import Change, Ident, Transaction
 from tests.support.memory_backend import MemoryBackend
@@ -44,7 +46,11 @@ class Inline:
 
 
 def _catalog(tmp_path: Path) -> Catalog:
-    return Catalog.build("mem", MemoryBackend((tmp_path / "warehouse").as_uri()), ":", ThreadRunner(2))
+    backend = MemoryBackend((tmp_path / "warehouse").as_uri())
+    limits = read_limits(ServerSettings())
+    return Catalog.build(
+        "mem", backend, ":", ThreadRunner(2), allowed_locations=[backend.warehouse], read_limits=limits
+    )
 
 
 def _filtered(*grants: tuple[Privilege, Securable]) -> RequestContext:

@@ -132,11 +132,11 @@ def test_allowed_locations_are_the_catalogs_and_default_to_the_warehouse() -> No
     from irc_proxy.settings import load_settings
 
     base = {"IRC_PROXY_CATALOGS__LAKE__WAREHOUSE": "s3://lake/wh/", "IRC_PROXY_CATALOGS__LAKE__VENDING__ROLE_ARN": ROLE}
-    assert load_settings(environ=base).catalogs["lake"].allowed_locations == ["s3://lake/wh"]  # type: ignore[union-attr]
+    assert load_settings(environ=base).catalogs["lake"].allowed_locations == ["s3://lake/wh"]
     older = base | {"IRC_PROXY_CATALOGS__LAKE__VENDING__ALLOWED_LOCATIONS": "s3://lake/a, s3://lake/b"}
-    assert load_settings(environ=older).catalogs["lake"].allowed_locations == ["s3://lake/a", "s3://lake/b"]  # type: ignore[union-attr]
+    assert load_settings(environ=older).catalogs["lake"].allowed_locations == ["s3://lake/a", "s3://lake/b"]
     own = older | {"IRC_PROXY_CATALOGS__LAKE__ALLOWED_LOCATIONS": "s3://lake/c/"}
-    assert load_settings(environ=own).catalogs["lake"].allowed_locations == ["s3://lake/c"]  # type: ignore[union-attr]
+    assert load_settings(environ=own).catalogs["lake"].allowed_locations == ["s3://lake/c"]
 
 
 def test_settings_reject_margin_at_or_above_duration() -> None:

@@ -1,0 +1,364 @@
+"""The maintenance jobs the proxy runs itself (the local executor): ``expire-snapshots`` and
+``remove-orphan-files``. ``rewrite-manifests`` and ``rewrite-data-files`` are answered ``skipped`` for now.
+
+Safety rules every job keeps (``docs/maintenance.md``):
+
+* nothing is deleted when the table says ``gc.enabled=false`` (the job is ``skipped``, as Java refuses);
+* a file is deleted only when it lies under the table's own roots and the catalog's allowed locations, and,
+  for local paths, really does (``TableFiles.owns``: symbolic links resolved, checked again just before the
+  delete). A manifest that names ``/etc/passwd`` or another table's files makes nothing outside go;
+* an expiry commits through the normal commit path (requirements ``assert-table-uuid`` and
+  ``assert-ref-snapshot-id``, confinement, compare-and-swap) *on the metadata file it planned from*
+  (``TableChange.base_location``): any concurrent commit makes it plan again (``COMMIT_ATTEMPTS``), then skip,
+  so it never undoes a change it did not see;
+* what is kept is computed completely or nothing is deleted (``reach.Incomplete``); every run is bounded by
+  ``max_files_per_run`` (files listed, reached and deleted);
+* orphan removal refuses when the table's storage overlaps another object's (a table in the trash keeps its
+  storage claim; ``allow_overlapping_locations`` lets tables share directories) and touches only files older
+  than ``orphan_min_age`` (a write in flight has not committed its files yet). It lists local storage only in
+  this version (an object store's table is ``skipped``).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import (
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    RemovePartitionStatisticsUpdate,
+    RemoveSnapshotRefUpdate,
+    RemoveSnapshotsUpdate,
+    TableRequirement,
+    TableUpdate,
+)
+
+from irc_proxy.backends.base import Capability
+from irc_proxy.errors import CommitFailed
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
+from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.storage.locations import table_paths
+from irc_proxy.handling.storage.occupancy import LocationOverlap
+from irc_proxy.handling.storage.storage import table_owner
+from irc_proxy.handling.storage.storage_reads import TableFiles, local_path, within
+from irc_proxy.handling.tables.metadata import GC_ENABLED
+from irc_proxy.handling.tables.tables import LoadedTable, TableChange
+from irc_proxy.threads import ThreadRunner
+
+EXPIRE_SNAPSHOTS = "expire-snapshots"
+REMOVE_ORPHAN_FILES = "remove-orphan-files"
+REWRITE_MANIFESTS = "rewrite-manifests"
+REWRITE_DATA_FILES = "rewrite-data-files"
+JOBS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_MANIFESTS, REWRITE_DATA_FILES)
+GC_DISABLED = "gc.enabled is false: the table's files may be shared with another table"
+COMMIT_ATTEMPTS = 3
+"""Plans of one expiry: a table that changed under each of them is skipped (the next run tries again)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_files: int
+    """Files one job lists, reaches (reads from manifests) and deletes, each."""
+    orphan_min_age: timedelta
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job on one table."""
+
+    catalog: Catalog
+    ident: TableIdent
+    dry_run: bool
+    limits: Limits
+    threads: ThreadRunner
+
+
+def skipped(reason: str) -> dict[str, Any]:
+    return {"status": "skipped", "reason": reason}
+
+
+def _gc_disabled(metadata: TableMetadata) -> bool:
+    return metadata.properties.get(GC_ENABLED, "true").strip().lower() == "false"
+
+
+def _refused(job: Job) -> str | None:
+    """Why the proxy cannot run a job on this catalog's tables itself (None: it can)."""
+    if not job.catalog.supports(Capability.TABLE_COMMITS):
+        return "the tables of this catalog are committed by its remote catalog: not implemented yet"
+    return None
+
+
+class _Deleter:
+    """Deletes confined files one by one (blocking), within a budget, counting what it did."""
+
+    def __init__(self, job: Job, metadata: TableMetadata) -> None:
+        tables = job.catalog.tables
+        self.files = TableFiles(metadata, tables.storage.locations)
+        self._io = tables.files.reader.file_io(metadata.location)
+        self._budget = job.limits.max_files
+        self.deleted = self.bytes = self.failed = self.refused = 0
+        self.truncated = False
+
+    def delete(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            if self.deleted + self.failed >= self._budget:
+                self.truncated = True
+                return
+            if not self.files.owns(path):  # checked again now: a link swapped in meanwhile is refused
+                self.refused += 1
+                continue
+            size = _size(path)
+            try:
+                local = local_path(path)
+                if local is not None:
+                    os.unlink(local)
+                else:
+                    self._io.delete(path)
+            except FileNotFoundError:
+                continue
+            except Exception:  # any FileIO failure: counted, the rest goes on
+                self.failed += 1
+                continue
+            self.deleted += 1
+            self.bytes += size
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "files-deleted": self.deleted,
+            "bytes-deleted": self.bytes,
+            "files-not-deleted": self.failed,
+            "files-refused": self.refused,
+            "truncated": self.truncated,
+        }
+
+
+def _size(path: str) -> int:
+    local = local_path(path)
+    if local is None:
+        return 0
+    try:
+        return os.lstat(local).st_size
+    except OSError:
+        return 0
+
+
+# Expire snapshots ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Planned:
+    loaded: LoadedTable
+    plan: ExpiryPlan
+
+
+class ExpireSnapshots:
+    """Iceberg Java's ``ExpireSnapshots``: remove the snapshots the retention rules let go
+    (``retention.plan_expiry``), then delete the files only they reached."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    async def plan(self) -> Planned:
+        loaded = await self.job.catalog.tables.load(self.job.ident)
+        return Planned(loaded, plan_expiry(loaded.metadata, int(time.time() * 1000)))
+
+    async def commit(self, planned: Planned) -> None:
+        """Remove the planned snapshots and refs, only on the metadata file planned from. Raises CommitFailed."""
+        metadata, plan = planned.loaded.metadata, planned.plan
+        expired = set(plan.snapshot_ids)
+        requirements: list[TableRequirement] = [AssertTableUUID(uuid=metadata.table_uuid)]
+        requirements += [
+            AssertRefSnapshotId.model_validate({"ref": name, "snapshot-id": ref.snapshot_id})
+            for name, ref in metadata.refs.items()
+        ]
+        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate.model_validate({"ref-name": name}) for name in plan.refs]
+        updates += [
+            RemovePartitionStatisticsUpdate.model_validate({"snapshot-id": s.snapshot_id})
+            for s in metadata.partition_statistics
+            if s.snapshot_id in expired
+        ]
+        if plan.snapshot_ids:
+            updates.append(RemoveSnapshotsUpdate.model_validate({"snapshot-ids": list(plan.snapshot_ids)}))
+        change = TableChange(self.job.ident, requirements, updates, base_location=planned.loaded.metadata_location)
+        await self.job.catalog.tables.commit(change)
+
+    def _candidates(self, metadata: TableMetadata, expired: set[int]) -> set[str]:
+        """Files the expired snapshots reach (within the table's roots), their statistics included."""
+        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
+        reach = Reach(metadata, files, self.job.catalog.tables.files.reader, self.job.limits.max_files)
+        found = reach.candidates(s for s in metadata.snapshots if s.snapshot_id in expired)
+        found |= {same(s.statistics_path) for s in metadata.statistics if s.snapshot_id in expired}
+        found |= {same(s.statistics_path) for s in metadata.partition_statistics if s.snapshot_id in expired}
+        return found
+
+    def _would_delete(self, metadata: TableMetadata, expired: set[int], candidates: set[str]) -> int:
+        """How many files a real run would delete (a dry run's answer)."""
+        kept = self._kept(metadata, [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in expired])
+        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
+        return sum(1 for path in candidates - kept if files.owns(path))
+
+    def _kept(self, metadata: TableMetadata, snapshot_ids: Iterable[int] | None = None) -> set[str]:
+        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
+        reach = Reach(metadata, files, self.job.catalog.tables.files.reader, self.job.limits.max_files)
+        return reach.kept(snapshot_ids)
+
+    async def run(self) -> dict[str, Any]:
+        if (refused := _refused(self.job)) is not None:
+            return skipped(refused)
+        for _attempt in range(COMMIT_ATTEMPTS):
+            result = await self._attempt(await self.plan())
+            if result is not None:
+                return result
+        return skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; nothing expired")
+
+    async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
+        """One plan carried out: the job's result, or None when the table changed before the commit."""
+        threads, metadata, plan = self.job.threads, planned.loaded.metadata, planned.plan
+        if _gc_disabled(metadata):
+            return skipped(GC_DISABLED)
+        expired = set(plan.snapshot_ids)
+        counts: dict[str, Any] = {"snapshots-expired": len(expired), "refs-removed": list(plan.refs)}
+        if plan.empty:
+            return {"status": "succeeded", **counts, "files-deleted": 0, "bytes-deleted": 0}
+        try:
+            candidates = await threads.run(self._candidates, metadata, expired)
+            if self.job.dry_run:
+                counts["files-to-delete"] = await threads.run(self._would_delete, metadata, expired, candidates)
+                return {"status": "succeeded", "dry-run": True, **counts}
+        except (Incomplete, TooManyFiles) as exc:
+            return {"status": "failed", "error": exc.message, **counts}
+        try:
+            await self.commit(planned)
+        except CommitFailed:
+            return None  # the table changed: plan again from what it is now
+        return {"status": "succeeded", **counts, **await self._delete(candidates)}
+
+    async def _delete(self, candidates: set[str]) -> dict[str, Any]:
+        """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit)."""
+        current = (await self.job.catalog.tables.load(self.job.ident)).metadata
+        if _gc_disabled(current):
+            return {"files-deleted": 0, "bytes-deleted": 0, "note": "gc.enabled became false: nothing deleted"}
+        threads = self.job.threads
+        try:
+            kept = await threads.run(self._kept, current)
+        except (Incomplete, TooManyFiles) as exc:
+            return {"files-deleted": 0, "bytes-deleted": 0, "note": f"nothing deleted: {exc.message}"}
+        deleter = _Deleter(self.job, current)
+        await threads.run(deleter.delete, sorted(candidates - kept))
+        return deleter.counts()
+
+
+# Remove orphan files ---------------------------------------------------------------------------------------
+class RemoveOrphanFiles:
+    """Delete files under the table's roots that no metadata reaches and that are older than ``orphan_min_age``."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    async def run(self) -> dict[str, Any]:
+        if (refused := _refused(self.job)) is not None:
+            return skipped(refused)
+        job, tables = self.job, self.job.catalog.tables
+        loaded = await tables.load(job.ident)
+        metadata = loaded.metadata
+        if (reason := await self._refused(metadata)) is not None:
+            return skipped(reason)
+        threads = job.threads
+        try:
+            reached = await threads.run(self._reached, loaded)
+        except (Incomplete, TooManyFiles) as exc:
+            return {"status": "failed", "error": exc.message}
+        deleter = _Deleter(job, metadata)
+        listed, orphans, truncated = await threads.run(self._orphans, deleter.files, reached)
+        counts: dict[str, Any] = {"files-listed": listed, "orphans-found": len(orphans), "listing-truncated": truncated}
+        if job.dry_run:
+            return {"status": "succeeded", "dry-run": True, **counts}
+        # Checked again just before deleting: the table may have been dropped or changed since it was listed.
+        current = await tables.load(job.ident)
+        if current.metadata_location != loaded.metadata_location:
+            reached |= await threads.run(self._reached, current)
+        await threads.run(deleter.delete, [path for path in orphans if _key(path) not in reached])
+        return {"status": "succeeded", **counts, **deleter.counts()}
+
+    async def _refused(self, metadata: TableMetadata) -> str | None:
+        """Why this table's orphans cannot be removed safely now (None: they can)."""
+        if _gc_disabled(metadata):
+            return GC_DISABLED
+        roots = table_paths(metadata.location, metadata.properties)
+        if any(local_path(root) is None for root in roots):
+            return "listing object storage is not implemented yet (local file systems only)"
+        occupancy = self.job.catalog.tables.storage.occupancy
+        if occupancy.allows_overlap:
+            return "allow_overlapping_locations is set: other tables may keep files in these directories"
+        flat = self.job.catalog.codec.to_flat(self.job.ident.namespace)
+        try:
+            await occupancy.check_free(roots, table_owner(flat, self.job.ident.name), "Table location")
+        except LocationOverlap:
+            return "the table's storage overlaps another table's or view's (one in the trash, say)"
+        return None
+
+    def _reached(self, loaded: LoadedTable) -> set[str]:
+        """Every file the metadata reaches, each in the spellings a listed file may match."""
+        metadata = loaded.metadata
+        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
+        reach = Reach(metadata, files, self.job.catalog.tables.files.reader, self.job.limits.max_files)
+        found = reach.kept()
+        found |= {same(loaded.metadata_location or "")} | {same(e.metadata_file) for e in metadata.metadata_log}
+        return {key for path in found for key in _spellings(path)}
+
+    def _orphans(self, files: TableFiles, reached: set[str]) -> tuple[int, list[str], bool]:
+        """(files listed, the old unreached ones as ``file:`` locations, whether the listing stopped early)."""
+        cutoff = time.time() - self.job.limits.orphan_min_age.total_seconds()
+        listed, orphans = 0, list[str]()
+        for path, status in _walk(files.real_roots):
+            listed += 1
+            if listed > self.job.limits.max_files:
+                return listed - 1, orphans, True
+            if _key(path) in reached or status.st_mtime >= cutoff:
+                continue
+            location = "file://" + quote(path)  # local_path() decodes it back to exactly this path
+            if files.owns(location):
+                orphans.append(location)
+        return listed, orphans, False
+
+
+def _key(path: str) -> str:
+    """A listed file's path (or ``file:`` location) as the reached set spells it."""
+    return os.path.normpath(local_path(path) or path)
+
+
+def _spellings(location: str) -> set[str]:
+    """A reached location's file-system path, percent-decoded and as written (writers differ on escaping)."""
+    keys = {location}
+    local = local_path(location)
+    if local is not None:
+        keys.add(os.path.normpath(local))
+        raw = location.removeprefix("file://").removeprefix("file:")
+        if raw.startswith("/"):
+            keys.add(os.path.normpath(raw))
+    return keys
+
+
+def _walk(roots: Iterable[str]) -> Iterator[tuple[str, os.stat_result]]:
+    """Regular files under the resolved local ``roots`` (symbolic links neither followed nor listed)."""
+    for root in dict.fromkeys(roots):
+        if not os.path.isdir(root):
+            continue
+        for directory, subdirectories, names in os.walk(root, followlinks=False):
+            subdirectories.sort()
+            for name in sorted(names):
+                path = os.path.join(directory, name)
+                try:
+                    status = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISREG(status.st_mode) and within(path, [root]):
+                    yield path, status

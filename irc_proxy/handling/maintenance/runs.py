@@ -1,0 +1,206 @@
+"""Maintenance runs: requested through the API (queued in the state database), run by any replica's worker.
+
+The worker (:meth:`Maintenance.run_worker`, started by the application's lifespan) claims queued runs of
+its catalogs, at most ``max_concurrent_runs`` at once, one run per table across replicas
+(``stores.maintenance``), and renews each claim's lease while the run works, so a replica that dies
+mid-run lets another take the run over once the lease ends. A run's jobs run in the order requested;
+each records its own outcome (``succeeded``, ``skipped`` with the reason, ``failed`` with the error). The
+run is ``failed`` if a job failed, ``skipped`` if every job was skipped, else ``succeeded``; each run is
+audited as ``maintenance.run`` by ``irc-proxy``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from irc_proxy.audit import AuditRecord, now
+from irc_proxy.backends.base import Capability
+from irc_proxy.errors import BadRequest, CatalogError, NotFound
+from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.jobs import (
+    EXPIRE_SNAPSHOTS,
+    JOBS,
+    REMOVE_ORPHAN_FILES,
+    ExpireSnapshots,
+    Job,
+    Limits,
+    RemoveOrphanFiles,
+    skipped,
+)
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
+from irc_proxy.threads import ThreadRunner
+
+__all__ = ["JOBS", "Maintenance", "MaintenanceRun", "NoSuchMaintenanceRun", "WorkerSettings"]
+log = logging.getLogger("irc_proxy.maintenance")
+SYSTEM_PRINCIPAL = "irc-proxy"
+MAX_ID_CHARS = 64
+
+
+class NoSuchMaintenanceRun(NotFound):
+    """No run with that id in the catalog."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a replica runs maintenance (``[server.maintenance]``)."""
+
+    max_concurrent_runs: int
+    poll_seconds: float
+    lease: timedelta
+    limits: Limits
+
+
+def run_status(results: dict[str, Any]) -> str:
+    """A run's status from its jobs' outcomes (see the module)."""
+    outcomes = [result.get("status") for result in results.values()]
+    if "failed" in outcomes:
+        return "failed"
+    return "skipped" if outcomes and all(o == "skipped" for o in outcomes) else "succeeded"
+
+
+class Maintenance:
+    """Maintenance runs of every catalog of a process."""
+
+    def __init__(
+        self,
+        store: MaintenanceStore,
+        threads: ThreadRunner,
+        settings: WorkerSettings,
+        audit: Callable[[AuditRecord], None] | None = None,
+    ) -> None:
+        self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
+        self.holder = uuid.uuid4().hex
+        self._running: set[asyncio.Task[None]] = set()
+
+    # Requests ----------------------------------------------------------------------------------------------
+    async def submit(
+        self, catalog: Catalog, ident: TableIdent, jobs: Sequence[str], dry_run: bool, principal: str
+    ) -> MaintenanceRun:
+        """Queue a run of ``jobs`` on an existing table. Raises BadRequest (no or unknown jobs), NoSuchTable."""
+        wanted = list(dict.fromkeys(jobs))
+        unknown = [job for job in wanted if job not in JOBS]
+        if not wanted or unknown:
+            raise BadRequest(f"Invalid jobs {unknown or wanted}: name one or more of {', '.join(JOBS)}")
+        await catalog.tables.exists(ident)
+        run = new_run(catalog.name, ident.namespace, ident.name, wanted, dry_run, principal)
+        await self.store.add(run)
+        return run
+
+    async def get(self, catalog: Catalog, run_id: str) -> MaintenanceRun:
+        found = await self.store.get(catalog.name, run_id) if len(run_id) <= MAX_ID_CHARS else None
+        if found is None:
+            raise NoSuchMaintenanceRun(f"No such maintenance run in catalog {catalog.name}: {run_id[:MAX_ID_CHARS]}")
+        return found
+
+    async def page(
+        self, catalog: Catalog, namespace: Sequence[str] | None, name: str | None, offset: int, limit: int
+    ) -> list[MaintenanceRun]:
+        return await self.store.page(catalog.name, namespace, name, offset, limit)
+
+    # The worker --------------------------------------------------------------------------------------------
+    async def run_worker(self, catalogs: dict[str, Catalog]) -> None:
+        """Claim and run queued runs until cancelled (each replica runs one worker)."""
+        mine = {name: c for name, c in catalogs.items() if c.supports(Capability.TABLE_COMMITS)}
+        try:
+            while True:
+                try:
+                    await self.work_once(mine)
+                except CatalogError as exc:  # the state database is away: next round
+                    log.warning("maintenance worker: %s", exc)
+                await asyncio.sleep(self.settings.poll_seconds)
+        finally:
+            for task in self._running:
+                task.cancel()
+
+    async def work_once(self, catalogs: dict[str, Catalog]) -> int:
+        """Start as many claimable runs as the bound allows; returns how many were started."""
+        started = 0
+        while catalogs and len(self._running) < self.settings.max_concurrent_runs:
+            run = await self.store.claim(list(catalogs), self.holder, self.settings.lease)
+            if run is None:
+                break
+            task = asyncio.create_task(self.execute(catalogs[run.catalog], run))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            started += 1
+        return started
+
+    async def wait(self) -> None:
+        """Wait for the runs this replica is running (tests, the command line)."""
+        while self._running:
+            await asyncio.gather(*list(self._running), return_exceptions=True)
+
+    async def execute(self, catalog: Catalog, run: MaintenanceRun) -> None:
+        """Run a claimed run's jobs and record the outcome (the lease renewed meanwhile)."""
+        begun = time.monotonic()
+        renewing = asyncio.create_task(self._renew(run.id))
+        results: dict[str, Any] = {}
+        error: str | None = None
+        try:
+            ident = TableIdent(run.namespace, run.name)
+            for name in run.jobs:
+                results[name] = await self._job(catalog, ident, name, run.dry_run)
+        except CatalogError as exc:  # the table is gone, the storage is away, ...
+            error = exc.message
+        except Exception as exc:  # a bug: recorded, the worker goes on
+            log.exception("maintenance run %s failed", run.id)
+            error = f"{type(exc).__name__}: internal error"
+        finally:
+            renewing.cancel()
+        status = "failed" if error is not None else run_status(results)
+        if not await self.store.finish(run.id, self.holder, status, results, error):
+            log.warning("maintenance run %s was taken over by another replica; its outcome here is dropped", run.id)
+            return
+        self._record(run, status, results, error, begun)
+
+    async def _job(self, catalog: Catalog, ident: TableIdent, name: str, dry_run: bool) -> dict[str, Any]:
+        job = Job(catalog, ident, dry_run, self.settings.limits, self._threads)
+        started = time.monotonic()
+        if name == EXPIRE_SNAPSHOTS:
+            result = await ExpireSnapshots(job).run()
+        elif name == REMOVE_ORPHAN_FILES:
+            result = await RemoveOrphanFiles(job).run()
+        else:
+            result = skipped("not implemented yet")
+        return {**result, "seconds": round(time.monotonic() - started, 3)}
+
+    async def _renew(self, run_id: str) -> None:
+        every = max(self.settings.lease.total_seconds() / 3, 0.05)
+        while True:
+            await asyncio.sleep(every)
+            with contextlib.suppress(CatalogError):  # the next renewal tries again
+                if not await self.store.renew(run_id, self.holder, self.settings.lease):
+                    return
+
+    def _record(
+        self, run: MaintenanceRun, status: str, results: dict[str, Any], error: str | None, begun: float
+    ) -> None:
+        summary = ", ".join(f"{job}: {result.get('status')}" for job, result in results.items())
+        log.info("maintenance run %s of %s.%s: %s (%s)", run.id, ".".join(run.namespace), run.name, status, summary)
+        if self._audit is None:
+            return
+        self._audit(
+            AuditRecord(
+                time=now(),
+                principal=SYSTEM_PRINCIPAL,
+                operation="maintenance.run",
+                catalog=run.catalog,
+                object=str(TableIdent(run.namespace, run.name)),
+                status=500 if status == "failed" else 200,
+                request_id=f"maintenance-{run.id}",
+                latency_ms=round((time.monotonic() - begun) * 1000, 3),
+                reason=f"run {run.id} requested by {run.requested_by}"
+                + (" (dry run)" if run.dry_run else "")
+                + f": {status}; {summary}"
+                + (f"; {error}" if error else ""),
+            )
+        )
