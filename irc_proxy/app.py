@@ -98,6 +98,7 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
     metadata_cache = MetadataCache(server.metadata_cache_bytes, server.metadata_recheck_seconds)
     reads = read_limits(server)
     catalogs = {}
+    kept = kept_locations(settings)
     for name, catalog_settings in settings.catalogs.items():
         backend = timed(name, create_backend(name, catalog_settings, threads, locks))
         sts = create_credential_source(catalog_settings, threads)
@@ -115,8 +116,19 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
             allow_overlap=catalog_settings.allow_overlapping_locations,
             read_limits=reads,
             scan_planning=catalog_settings.scan_planning,
+            kept_locations=kept,
         )
     return Catalogs(catalogs, settings.default_catalog)
+
+
+def kept_locations(settings: Settings) -> list[str]:
+    """Where the proxy keeps its own files (its data directory, every catalog's own allowed locations: a remote
+    catalog's are its view warehouse): a forwarded table's metadata may name them, the proxy never reads them.
+    A remote catalog's ``warehouse`` is the upstream's name for its own storage, not the proxy's."""
+    kept = [Path(settings.data_dir).expanduser().resolve().as_uri()]
+    for catalog in settings.catalogs.values():
+        kept += catalog.allowed_locations
+    return kept
 
 
 def start_backfills(catalogs: Catalogs) -> list[asyncio.Task[int]]:

@@ -226,7 +226,8 @@ class ServerSettings(_Strict):
     `table.read`); `0` turns previews off."""
     ui_preview_max_bytes: Annotated[int, Field(ge=1024, le=1 << 30)] = 32 * 1024 * 1024
     """Bytes of data and delete files one table preview may read in all; a file that does not fit stops the preview
-    there (the page says so). Also bounded by `server.ui_page_budget_seconds`."""
+    there (the page says so). Also what one data file's rows may decode to (Parquet packs much more): past it the
+    preview shows the rows that fit and says so. Also bounded by `server.ui_page_budget_seconds`."""
     ui_search_max_entries: Annotated[int, Field(ge=100, le=1_000_000)] = 10_000
     """Namespaces, tables and views one console search looks at at most (the ones the caller may list); past it the
     page says the search stopped early."""

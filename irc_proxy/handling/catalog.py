@@ -14,7 +14,7 @@ from irc_proxy.backends.base import Backend, Capability, engine_views, forwardin
 from irc_proxy.errors import CatalogError, NoSuchWarehouse, Unsupported
 from irc_proxy.handling.federation.forwarding import Forwarder, UpstreamCall, UpstreamReply
 from irc_proxy.handling.federation.remote import ForwardedServing
-from irc_proxy.handling.federation.remote_reads import LOAD_TABLE, LOAD_VIEW, RemoteReads
+from irc_proxy.handling.federation.remote_reads import LOAD_TABLE, LOAD_VIEW, KeptLocations, RemoteReads
 from irc_proxy.handling.federation.serving import Placement, ServedHere, Serving
 from irc_proxy.handling.loaded import OpenedTable, Owns, Read, TableLoad, ViewLoad
 from irc_proxy.handling.namespaces import Namespaces
@@ -80,11 +80,14 @@ class Catalog:
         read_limits: ReadLimits,
         allow_overlap: bool = False,
         scan_planning: str = "offered",
+        kept_locations: Sequence[str] = (),
     ) -> Catalog:
         """Wire one catalog; without a view store it serves no views. Catalogs may share one metadata cache.
 
         Every location a client names must lie in ``allowed_locations`` (as settings normalised them: a catalog's
         own, else its warehouse); without a location store, live tables' storage is not kept apart.
+        ``kept_locations``: where the proxy keeps its own files, never read for a remote catalog's table
+        (``remote_reads.KeptLocations``).
         """
         codec = NamespaceCodec(separator)
         remote = forwarding(backend)
@@ -119,7 +122,7 @@ class Catalog:
             return cls(name, backend, codec, namespaces, tables, views, served, vending, None, scan_planning)
         serving = ForwardedServing(remote.upstream, views is not None, scan_planning)
         forwarder = Forwarder(name, remote.upstream, codec)
-        reads = RemoteReads(name, forwarder, threads, read_limits)
+        reads = RemoteReads(name, forwarder, threads, read_limits, KeptLocations(kept_locations))
         return cls(name, backend, codec, namespaces, tables, views, serving, vending, forwarder, scan_planning, reads)
 
     async def discover(self, context: RequestContext) -> None:

@@ -63,13 +63,14 @@ def create_state_engine(url: str, create: bool = True) -> Engine:
     ``create=False`` is for commands that use an existing database and must not leave a new one behind (a
     typo'd ``--config`` or another working directory would otherwise make an empty database and report
     "nothing there"): a SQLite file that does not exist raises ``NoStateDatabase`` before anything is
-    made (SQLite creates the file on connect). A server database is checked by ``ensure_schema``.
+    made (SQLite creates the file on connect), nor when it is empty (the WAL pragma would write a 4 KB database
+    into it). A server database is checked by ``ensure_schema``.
     """
     file = sqlite_file(url) if url.startswith("sqlite") else None
     if file is not None and create:
         file.parent.mkdir(parents=True, exist_ok=True)
-    elif file is not None and not file.is_file():
-        raise NoStateDatabase(str(file.resolve()))
+    elif file is not None and (not file.is_file() or file.stat().st_size == 0):
+        raise NoStateDatabase(str(file.resolve()))  # an empty file too: connecting writes SQLite's header into it
     # A short connect timeout: an unreachable database answers 503 quickly instead of hanging requests.
     connect_args = {"connect_timeout": 5} if url.startswith("postgresql") else {}
     engine = create_engine(url, pool_pre_ping=True, connect_args=connect_args)

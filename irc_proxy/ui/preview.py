@@ -9,13 +9,17 @@ resolved), exactly as a planTableScan answer is built; then pyarrow (pyiceberg's
 columns by field id across schema changes) reads the planned data files one at a time, through a FileIO
 that opens only files the plan named and the table owns, each read whole by a ``BoundedReader`` within
 what is left of ``server.ui_preview_max_bytes`` (never pyiceberg's own FileIO on a path from the metadata).
-Everything runs in a console worker slot within the page's time budget (``ui.budget``), checked between files.
+Everything runs in a console worker slot within the page's time budget (``ui.budget``), checked between files
+and decoded batches.
 
-Deletes: position delete files and deletion vectors are applied by pyiceberg; equality deletes are not
-(pyiceberg cannot): a data file with equality deletes is not shown, and the page says so. At most
-``MAX_COLUMNS`` top-level columns are read (a 10,000-column table shows its first ones and says how many
-more there are). Values are shown as text, cut at ``MAX_CHARS`` characters; binary as a hex prefix; the
-template escapes everything.
+Decoding is bounded too (``ui.preview_reads``): a data file's rows are decoded in small batches only as far
+as they fit in ``server.ui_preview_max_bytes`` (Parquet can pack gigabytes into a few hundred bytes), and
+its deletes are read only for the rows kept and applied by position here: position delete files and
+deletion vectors; equality deletes are not (pyiceberg cannot): a data file with equality deletes is not
+shown, and the page says so. Columns are mapped by field id across schema changes by pyiceberg's
+``ArrowScan``. At most ``MAX_COLUMNS`` top-level columns are read (a 10,000-column table shows its first
+ones and says how many more there are). Values are shown as text, cut at ``MAX_CHARS`` characters; binary
+as a hex prefix; the template escapes everything.
 
 The catalog opens the table (``Catalog.open_table``) wherever it is served: a remote catalog's table is read
 with the storage access its upstream vends to the proxy, confined and bounded the same way.
@@ -25,17 +29,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from threading import Lock
 from typing import Any
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import FileIO, InputFile, OutputFile
 from pyiceberg.io.pyarrow import ArrowScan
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
 from pyiceberg.table.metadata import TableMetadata
+from pyroaring import BitMap
 from starlette.requests import Request
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden
@@ -48,6 +52,7 @@ from irc_proxy.memory_files import MemoryInputFile
 from irc_proxy.planning.budget import Budget
 from irc_proxy.planning.manifests import ManifestSource
 from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
+from irc_proxy.ui import preview_reads
 from irc_proxy.ui.budget import Deadline
 
 MAX_COLUMNS = 50
@@ -56,6 +61,8 @@ MAX_CHARS = 200
 """Characters of one value shown at most."""
 HEX_BYTES = 32
 """Bytes of a binary value shown (as hex) at most."""
+DELETED_ROWS_READ = 1_000_000
+"""Rows of a data file read past the ones shown, at most, for its deletes to remove (as its delete files declare)."""
 FILES_PER_STEP = 8
 """Data files planned at a time (planning stops as soon as the rows are there)."""
 
@@ -114,33 +121,35 @@ class _OutOfBytes(Exception):
 
 class _PlannedFiles(FileIO):
     """A read-only FileIO that opens only the files a plan named and the table owns, each read whole within
-    the preview's remaining bytes."""
+    the preview's remaining bytes (``read``), then handed to pyarrow as the preview decided (``served``)."""
 
     def __init__(self, table: OpenedTable, preview: Preview, max_bytes: int) -> None:
         super().__init__()
         self._table, self._preview, self._max = table, preview, max_bytes
-        self._lock = Lock()  # pyiceberg reads a task's delete files in its own threads
+        self.max_decoded = max_bytes
+        """What one data file's rows, or one delete file's positions, may decode to (``ui.preview_reads``)."""
         self.allowed: set[str] = set()
+        self.served: dict[str, bytes] = {}
 
-    def new_input(self, location: str) -> InputFile:
+    def read(self, location: str, what: str) -> bytes:
+        """The whole file, if the plan names it, the table owns it and it fits in the bytes left."""
         if location not in self.allowed or not self._table.owns(location):
             raise Forbidden("The preview reads only the files its plan names inside the table's locations")
-        with self._lock:
-            left = self._max - self._preview.bytes_read
-            self._preview.bytes_read = self._max  # held while this file is read: what it does not use comes back
+        left = self._max - self._preview.bytes_read
+        if left <= 0:
+            raise _OutOfBytes
         try:
-            if left <= 0:
-                raise _OutOfBytes
-            data = self._table.read(location, "Data file", left)
+            data = self._table.read(location, what, left)
         except FileTooLarge:
             raise _OutOfBytes from None
-        finally:
-            with self._lock:
-                self._preview.bytes_read -= left
-        with self._lock:
-            self._preview.bytes_read += len(data)
-            self._preview.files_read += 1
-        return MemoryInputFile(location, data)
+        self._preview.bytes_read += len(data)
+        self._preview.files_read += 1
+        return data
+
+    def new_input(self, location: str) -> InputFile:
+        if location not in self.served:
+            raise Forbidden("The preview reads only the files its plan names inside the table's locations")
+        return MemoryInputFile(location, self.served[location])
 
     def new_output(self, location: str) -> OutputFile:
         raise PermissionError("read-only")
@@ -180,8 +189,7 @@ def read_rows(table: OpenedTable, rows: int, max_bytes: int, due: Deadline) -> P
     projected = Schema(*shown, schema_id=schema.schema_id)
     io = _PlannedFiles(table, preview, max_bytes)
     planning = Budget(due.left(), due.left())
-    batches: list[pa.Table] = []
-    taken, skipped_equality = 0, 0
+    taken, skipped_equality, cut_files = 0, 0, 0
     with planning.running():
         planner = ScanPlanner(metadata, ScanRequest(), table.manifests, planning)
         steps = [(chunk, 0) for chunk in planner.chunks(FILES_PER_STEP)]
@@ -199,7 +207,7 @@ def read_rows(table: OpenedTable, rows: int, max_bytes: int, due: Deadline) -> P
                     skipped_equality += 1
                     continue
                 try:
-                    read = _read_file(metadata, io, projected, data_file, deletes, rows - taken)
+                    read, cut = _read_file(metadata, io, projected, (data_file, deletes), rows - taken, due)
                 except _OutOfBytes:
                     preview.notes.append(
                         f"The preview stopped after {preview.bytes_read:,} bytes: the next file does not fit in "
@@ -211,17 +219,20 @@ def read_rows(table: OpenedTable, rows: int, max_bytes: int, due: Deadline) -> P
                     preview.notes.append(f"The preview stopped: {exc.message}")
                     steps = []
                     break
-                batches.append(read)
-                taken += read.num_rows
+                cut_files += cut
+                taken += len(read)
+                preview.rows += [[cell(record.get(name)) for name in preview.columns] for record in read]
     if skipped_equality:
         preview.notes.append(
             f"{skipped_equality:,} data file(s) carry equality deletes, which the preview cannot apply: "
             "their rows are not shown."
         )
+    if cut_files:
+        preview.notes.append(
+            f"{cut_files:,} data file(s) were read only in part (as far as their rows decode within "
+            "server.ui_preview_max_bytes, or their deletes declare): their later rows are not shown."
+        )
     preview.complete = not steps and taken < rows and not preview.notes
-    for batch in batches:
-        for record in batch.slice(0, rows - len(preview.rows)).to_pylist():
-            preview.rows.append([cell(record.get(name)) for name in preview.columns])
     return preview
 
 
@@ -229,19 +240,51 @@ def _read_file(
     metadata: TableMetadata,
     io: _PlannedFiles,
     projected: Schema,
-    data_file: DataFile,
-    deletes: list[DataFile],
+    planned: tuple[DataFile, list[DataFile]],
     rows: int,
-) -> pa.Table:
-    """One data file's rows (at most ``rows``), its position deletes and deletion vectors applied."""
-    io.allowed = {data_file.file_path, *(d.file_path for d in deletes)}
-    task = FileScanTask(data_file, delete_files=set(deletes))
+    due: Deadline,
+) -> tuple[list[dict[str, Any]], bool]:
+    """One data file's first ``rows`` rows (as Python values), its position deletes and deletion vectors
+    applied, and whether the file was cut short at the preview's decoded budget (``ui.preview_reads``)."""
+    data_file, deletes = planned
+    path = data_file.file_path
+    if data_file.file_format != FileFormat.PARQUET:
+        raise _Unreadable(f"The preview reads Parquet data files only, not {data_file.file_format}")
+    io.allowed = {path, *(d.file_path for d in deletes)}
+    enough = rows + min(sum(d.record_count for d in deletes), DELETED_ROWS_READ)
+    data = io.read(path, "Data file")
+    prefix = preview_reads.data_prefix(data, path, _wanted(metadata, projected), io.max_decoded, enough, due.check)
+    gone = BitMap()
+    for delete in deletes:
+        due.check()
+        gone |= preview_reads.deleted_positions(
+            io.read(delete.file_path, "Delete file"), delete, path, prefix.rows, io.max_decoded
+        )
+    io.served = {path: prefix.data}
     try:
-        return ArrowScan(metadata, io, projected, AlwaysTrue(), limit=rows).to_table([task])
+        table = ArrowScan(metadata, io, projected, AlwaysTrue(), limit=None if gone else rows).to_table(
+            [FileScanTask(data_file)]
+        )
     except (_OutOfBytes, CatalogError):
         raise
     except Exception as exc:  # a file pyarrow or pyiceberg cannot read: the boundary of the reader
         raise _Unreadable(f"A data file could not be read ({type(exc).__name__})") from exc
+    finally:
+        io.served = {}
+    shown = preview_reads.first_live(gone, table.num_rows, rows)
+    cut = prefix.over_budget or (not prefix.whole and len(shown) < rows)
+    return table.take(pa.array(shown, pa.uint64())).to_pylist(), cut
+
+
+def _wanted(metadata: TableMetadata, projected: Schema) -> preview_reads.Wanted:
+    """The columns shown, by field id and by every name the table's name mapping gives them."""
+    ids = frozenset(field.field_id for field in projected.fields)
+    names = {field.name for field in projected.fields}
+    mapping = metadata.name_mapping()
+    for mapped in mapping or []:
+        if mapped.field_id in ids:
+            names.update(mapped.names)
+    return preview_reads.Wanted(ids, frozenset(names))
 
 
 class _Unreadable(BadRequest):

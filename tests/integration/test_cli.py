@@ -184,6 +184,7 @@ def test_an_empty_sqlite_file_is_no_state_database_either(tmp_path: Path) -> Non
     result = run("grants", "list", env={"IRC_PROXY_DATA_DIR": str(tmp_path)})
     assert result.returncode == 2 and f"no state database at {tmp_path / 'state.db'}" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.db"]  # no schema, no lock file
+    assert (tmp_path / "state.db").stat().st_size == 0  # not even SQLite's header (it was made a 4 KB database)
 
 
 @pytest.mark.postgres

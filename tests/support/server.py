@@ -69,6 +69,12 @@ class ProxyProcess:
                 self._process.wait()
         self._process = None
 
+    def peak_rss_kib(self) -> int:
+        """The server process's peak resident set so far (``VmHWM`` in /proc, KiB)."""
+        assert self._process is not None, "not started"
+        status = Path(f"/proc/{self._process.pid}/status").read_text(encoding="utf-8")
+        return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+
     def send_signal(self, sig: int) -> None:
         """Deliver ``sig`` to the server process (SIGSTOP/SIGCONT freeze and thaw it, SIGKILL kills it)."""
         assert self._process is not None, "not started"

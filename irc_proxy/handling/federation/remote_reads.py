@@ -5,13 +5,18 @@ listing, its sealed page tokens: ``forwarding.Forwarder``) and answered as the r
 
 An upstream's LoadTableResult is parsed by the v3-aware model the proxy reads its own metadata files with
 (``ServedTableMetadata``), never by pyiceberg's parser, which drops v3 fields. A table opened for scan
-planning is read with the storage access the upstream vends to the proxy, bounded like every other read.
+planning is read with the storage access the upstream vends to the proxy, bounded like every other read, and
+never where the proxy keeps its own files (``KeptLocations``: its data directory, every served catalog's
+allowed locations, its view warehouses): the upstream's metadata names the paths, and a remote catalog that
+confines its writers less than the proxy could otherwise have the proxy read, with its own file-system
+access or ambient storage credentials, another catalog's data for whoever opens the forwarded table.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -20,13 +25,21 @@ from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
-from irc_proxy.errors import NotFound, ServiceUnavailable, from_error_body
+from irc_proxy.errors import Forbidden, NotFound, ServiceUnavailable, from_error_body
 from irc_proxy.handling.federation.forwarding import Forwarder, UpstreamCall
 from irc_proxy.handling.loaded import OpenedTable, Owns, Read, TableLoad, ViewLoad
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.paging import PageBinding
 from irc_proxy.handling.security.context import RequestContext
-from irc_proxy.handling.storage.storage_reads import BoundedReader, ReadLimits, TableFiles, parse_metadata
+from irc_proxy.handling.storage.locations import is_under, shown
+from irc_proxy.handling.storage.storage_reads import (
+    BoundedReader,
+    ReadLimits,
+    TableFiles,
+    local_path,
+    parse_metadata,
+    within,
+)
 from irc_proxy.handling.tables.format_v3 import ServedTableMetadata
 from irc_proxy.threads import ThreadRunner
 
@@ -36,11 +49,44 @@ LOAD_VIEW = f"GET {NS}/views/{{view}}"
 _VENDED = (("x-iceberg-access-delegation", "vended-credentials"), ("accept", "application/json"))
 
 
+class KeptLocations:
+    """Where the proxy keeps its own files: never read for a forwarded table (a local path resolved first)."""
+
+    def __init__(self, locations: Sequence[str] = ()) -> None:
+        self._locations = tuple(locations)
+        self._real = tuple(os.path.realpath(p) for loc in locations if (p := local_path(loc)) is not None)
+
+    def hold(self, path: str) -> bool:
+        if any(is_under(path, root) for root in self._locations):
+            return True
+        local = local_path(path)
+        return local is not None and within(os.path.realpath(local), self._real)
+
+    def guard_owns(self, owns: Owns) -> Owns:
+        return lambda path: owns(path) and not self.hold(path)
+
+    def guard_read(self, read: Read) -> Read:
+        def guarded(location: str, what: str) -> bytes:
+            if self.hold(location):
+                raise Forbidden(f"{what} {shown(location)} lies where this proxy keeps its own files")
+            return read(location, what)
+
+        return guarded
+
+
 class RemoteReads:
     """Reads of one catalog's remote catalog, as its caller (``context``) may make them."""
 
-    def __init__(self, catalog: str, forwarder: Forwarder, threads: ThreadRunner, limits: ReadLimits) -> None:
+    def __init__(
+        self,
+        catalog: str,
+        forwarder: Forwarder,
+        threads: ThreadRunner,
+        limits: ReadLimits,
+        kept: KeptLocations | None = None,
+    ) -> None:
         self._catalog, self._forwarder, self._threads, self._limits = catalog, forwarder, threads, limits
+        self._kept = kept or KeptLocations()
 
     async def _answer(self, context: RequestContext, call: UpstreamCall) -> bytes:
         """The upstream's 200 body; any other answer raised as the domain error it names."""
@@ -78,9 +124,10 @@ class RemoteReads:
         load = await self.load_table(context, ident, vended=True)
         current = load.metadata
         credential = _credential_for(load.storage_credentials or [], current.location)
-        io = load_file_io(load.config | credential, current.location)
-        read = BoundedReader(_VendedIO(io), self._limits).read
-        owned = TableFiles(current, None).owns
+        io = load_file_io(file_io_properties(load.config | credential), current.location)
+        kept = self._kept
+        read = kept.guard_read(BoundedReader(_VendedIO(io), self._limits).read)
+        owned = kept.guard_owns(TableFiles(current, None).owns)
 
         async def metadata_at(location: str) -> TableMetadata:
             if not owned(location):
@@ -91,10 +138,19 @@ class RemoteReads:
         def files(metadata: TableMetadata, max_bytes: int | None = None) -> tuple[Read, Owns]:
             bounded = read
             if max_bytes is not None:
-                bounded = BoundedReader(_VendedIO(io), ReadLimits(max_bytes, self._limits.timeout)).read
-            return bounded, TableFiles(metadata, None).owns
+                limits = ReadLimits(max_bytes, self._limits.timeout)
+                bounded = kept.guard_read(BoundedReader(_VendedIO(io), limits).read)
+            return bounded, kept.guard_owns(TableFiles(metadata, None).owns)
 
         return OpenedTable(load, f"{self._catalog}/{current.table_uuid}", metadata_at, files)
+
+
+def file_io_properties(answered: Mapping[str, str]) -> dict[str, str]:
+    """What a remote catalog answered (a table's ``config`` and storage credentials) as FileIO properties, without
+    the keys that name a class to import and call (``py-io-impl``, ``s3.retry-strategy-impl``, any ``*-impl``):
+    pyiceberg calls ``py-io-impl``'s class with the properties, and ``subprocess.Popen`` runs their keys as a
+    command. Storage settings (endpoints, regions, keys, tokens) stay: they are what the remote vends."""
+    return {key: value for key, value in answered.items() if not key.lower().rstrip().endswith("impl")}
 
 
 def _unreadable(what: str, exc: Exception) -> ServiceUnavailable:
