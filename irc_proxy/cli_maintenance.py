@@ -88,7 +88,8 @@ def add_commands(commands: Any) -> None:
     run.add_argument(
         "--here",
         action="store_true",
-        help="run it in this process (no server needed), then print it; waits, as --wait, if a server took it first",
+        help="run it in this process (no server needed), then print it; if a server took it first, or another run "
+        "holds the table, wait as --wait does (and run it once the table is free)",
     )
     status = command(
         actions,
@@ -115,7 +116,7 @@ def add_commands(commands: Any) -> None:
     )
     listing.add_argument("--catalog", default="", help="the catalog (default: the default catalog)")
     which = listing.add_mutually_exclusive_group()
-    which.add_argument("--namespace", help="only runs of tables in this namespace (typed as for TABLE)")
+    which.add_argument("--namespace", help="only runs of tables in this namespace: sales.eu, sales:eu or sales%%1Feu")
     which.add_argument("--table", help="only runs of this table (typed as for maintenance run)")
     listing.add_argument("--limit", type=int, default=100, help="at most N runs, 1 to 1000 (default 100)")
     listing.add_argument("--page-token", default="0", help="the next-page-token of a previous list")
@@ -209,10 +210,15 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         engine.dispose()
     print(json.dumps(body, indent=2))  # the management API's body (JSON escapes every control character)
     if code == EXIT_STILL_RUNNING:
+        why = (
+            "another process holds it or its table (a server's worker, or another --here) and goes on with it"
+            if getattr(args, "here", False)
+            else "no running irc-proxy serve with this state database has finished it (is one running, with "
+            "max_concurrent_runs above 0?). It stays queued; run it here with --here"
+        )
         print(
-            f"irc-proxy: run {body['id']} is still {body['status']} after {args.timeout:g}s: no running irc-proxy "
-            "serve with this state database has finished it (is one running, with max_concurrent_runs above 0?). "
-            "It stays queued; follow it with `irc-proxy maintenance status ID --wait`, or run it here with --here",
+            f"irc-proxy: run {body['id']} is still {body['status']} after {args.timeout:g}s: {why}; follow it with "
+            f"`irc-proxy maintenance status {body['id']} --wait`",
             file=sys.stderr,
         )
     return code
@@ -311,18 +317,20 @@ async def _audited(auditor: Auditor, authorizer: Authorizer, plan: _Plan) -> Any
 
 
 async def _follow(maintenance: Maintenance, catalog: Catalog, run_id: str, args: argparse.Namespace) -> tuple[Any, int]:
-    """``--here``: run it in this process (if no worker took it first); then (and for ``--wait``) poll until it has
-    finished or ``--timeout`` passed. The run as GET answers it, and the exit code."""
+    """Poll until the run has finished or ``--timeout`` passed; with ``--here``, run it in this process whenever it
+    can be claimed (at once, unless a worker took it first or another run holds its table). The run as GET answers
+    it, and the exit code."""
     import asyncio
     import time
 
-    if getattr(args, "here", False):
-        await maintenance.run_here(catalog, run_id)
+    here = getattr(args, "here", False)
     deadline = time.monotonic() + args.timeout
     while True:
         run: MaintenanceRun = await maintenance.get(catalog, run_id)
         if run.status in FINISHED:
             return run.to_json(), 1 if run.status == "failed" else 0
+        if here and await maintenance.run_here(catalog, run_id):  # claimable: queued, or its lease ran out
+            continue
         if time.monotonic() >= deadline:
             return run.to_json(), EXIT_STILL_RUNNING
         await asyncio.sleep(min(POLL_SECONDS, max(deadline - time.monotonic(), 0.01)))
