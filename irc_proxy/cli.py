@@ -1,4 +1,5 @@
-"""Command line: ``irc-proxy serve``, ``check-config``, ``db upgrade|status``, ``auth hash-secret``."""
+"""Command line: ``irc-proxy serve``, ``check-config``, ``db upgrade|status``, ``auth hash-secret``; the admin
+commands (``principals``, ``roles``, ``grants``, ``trash``, ``maintenance``) are declared in their own modules."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from irc_proxy import __version__, cli_admin, cli_trash
+from irc_proxy import __version__, cli_admin, cli_maintenance, cli_trash
 from irc_proxy.cli_help import command, config_option, formatter, group
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ EXAMPLES = """examples:
   irc-proxy serve --config irc-proxy.toml --port 18403
   irc-proxy check-config --config irc-proxy.toml
   irc-proxy trash list --config irc-proxy.toml
+  irc-proxy maintenance run sales.orders --dry-run --wait
   irc-proxy COMMAND --help                     # each command's options and examples"""
 
 
@@ -123,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true", help="one JSON object per line")
     cli_admin.add_commands(commands)
     cli_trash.add_commands(commands)
+    cli_maintenance.add_commands(commands)
     auth_actions = group(
         commands,
         "auth",
@@ -212,6 +215,8 @@ def _run_command(settings: Settings, args: argparse.Namespace) -> int:
         return audit_query(settings, args)
     if args.command == "trash":
         return cli_trash.run(settings, args)
+    if args.command == "maintenance":
+        return cli_maintenance.run(settings, args)
     return cli_admin.run(settings, args)
 
 

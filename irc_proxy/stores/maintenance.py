@@ -151,6 +151,10 @@ class MaintenanceStore:
         """Claim one queued run of ``catalogs`` whose table no other run holds, or one whose lease ran out."""
         return await self._threads.run(self._claim, catalogs, holder, lease)
 
+    async def claim_run(self, run_id: str, holder: str, lease: timedelta) -> MaintenanceRun | None:
+        """Claim run ``run_id`` as :meth:`claim` would (None: not claimable now, or its table is held)."""
+        return await self._threads.run(self._claim_run, run_id, holder, lease)
+
     async def renew(self, run_id: str, holder: str, lease: timedelta) -> bool:
         """Extend the lease; False when the run is no longer this holder's (taken over)."""
         where = and_(RUNS.c.id == run_id, RUNS.c.holder == holder, RUNS.c.status == "running")
@@ -185,35 +189,54 @@ class MaintenanceStore:
 
     def _claim(self, catalogs: Sequence[str], holder: str, lease: timedelta) -> MaintenanceRun | None:
         now = datetime.now(UTC)
-        claimable = and_(
-            RUNS.c.catalog.in_(list(catalogs)),
-            or_(RUNS.c.status == "queued", and_(RUNS.c.status == "running", RUNS.c.lease_expires_at <= now)),
+        statement = (
+            select(RUNS)
+            .where(RUNS.c.catalog.in_(list(catalogs)), _claimable(now))
+            .order_by(RUNS.c.created_at)
+            .limit(_CANDIDATES)
         )
-        statement = select(RUNS).where(claimable).order_by(RUNS.c.created_at).limit(_CANDIDATES)
         with database_errors("State database"), self._engine.begin() as conn:
             candidates = conn.execute(statement).all()
         for row in candidates:
-            same = and_(
-                RUNS.c.id == row.id,
-                RUNS.c.status == row.status,
-                RUNS.c.holder.is_(None) if row.holder is None else RUNS.c.holder == row.holder,
-            )
-            taken = (
-                update(RUNS)
-                .where(same)
-                .values(
-                    status="running",
-                    holder=holder,
-                    lease_key=table_key(row.catalog, json.loads(row.namespace), row.name),
-                    lease_expires_at=now + lease,
-                    started_at=now,
-                )
-            )
-            try:
-                with database_errors("State database"), self._engine.begin() as conn:
-                    if conn.execute(taken).rowcount == 1:
-                        found = conn.execute(select(RUNS).where(RUNS.c.id == row.id)).first()
-                        return None if found is None else _run(found)
-            except IntegrityError:  # another run of the same table holds its key: try the next candidate
-                continue
+            taken = self._take(row, holder, lease, now)
+            if taken is not None:
+                return taken
         return None
+
+    def _claim_run(self, run_id: str, holder: str, lease: timedelta) -> MaintenanceRun | None:
+        now = datetime.now(UTC)
+        with database_errors("State database"), self._engine.begin() as conn:
+            row = conn.execute(select(RUNS).where(RUNS.c.id == run_id, _claimable(now))).first()
+        return None if row is None else self._take(row, holder, lease, now)
+
+    def _take(self, row: Any, holder: str, lease: timedelta, now: datetime) -> MaintenanceRun | None:
+        """Claim ``row`` if nobody changed it since it was read and no other run holds its table."""
+        same = and_(
+            RUNS.c.id == row.id,
+            RUNS.c.status == row.status,
+            RUNS.c.holder.is_(None) if row.holder is None else RUNS.c.holder == row.holder,
+        )
+        taken = (
+            update(RUNS)
+            .where(same)
+            .values(
+                status="running",
+                holder=holder,
+                lease_key=table_key(row.catalog, json.loads(row.namespace), row.name),
+                lease_expires_at=now + lease,
+                started_at=now,
+            )
+        )
+        try:
+            with database_errors("State database"), self._engine.begin() as conn:
+                if conn.execute(taken).rowcount == 1:
+                    found = conn.execute(select(RUNS).where(RUNS.c.id == row.id)).first()
+                    return None if found is None else _run(found)
+        except IntegrityError:  # another run of the same table holds its key
+            pass
+        return None
+
+
+def _claimable(now: datetime) -> Any:
+    """Queued, or running on a lease that ran out (its replica died)."""
+    return or_(RUNS.c.status == "queued", and_(RUNS.c.status == "running", RUNS.c.lease_expires_at <= now))

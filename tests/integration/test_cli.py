@@ -92,6 +92,8 @@ COMMANDS = [
     *[("grants", a) for a in ("list", "add", "revoke")],
     ("trash",),
     *[("trash", a) for a in ("list", "restore", "expunge")],
+    ("maintenance",),
+    *[("maintenance", a) for a in ("run", "status", "list")],
 ]
 
 
@@ -147,6 +149,9 @@ STATE_READERS = [
     ("roles", "create", "r"),
     ("grants", "list"),
     ("grants", "add", "r", "table.read", "--catalog", "local"),
+    ("maintenance", "run", "sales.orders", "--wait"),
+    ("maintenance", "status", "0123abcd"),
+    ("maintenance", "list", "--table", "sales.orders"),
 ]
 
 

@@ -134,6 +134,16 @@ class Maintenance:
             started += 1
         return started
 
+    async def run_here(self, catalog: Catalog, run_id: str) -> bool:
+        """Claim run ``run_id`` and run it in this process (``irc-proxy maintenance run --here``), under the same
+        claim and lease as the worker's, so a replica's worker never runs it too. False when it cannot be claimed
+        now: a worker took it first, or another run holds its table."""
+        run = await self.store.claim_run(run_id, self.holder, self.settings.lease)
+        if run is None:
+            return False
+        await self.execute(catalog, run)
+        return True
+
     async def wait(self) -> None:
         """Wait for the runs this replica is running (tests, the command line)."""
         while self._running:
