@@ -31,6 +31,8 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings
 from irc_proxy.threads import ThreadRunner
 from tests.support.console import root_config
+from tests.support.federation import rest_catalog, start_front, start_remote
+from tests.support.federation import token as federation_token
 from tests.support.in_process import ServeInProcess
 from tests.support.rest import MGMT, assert_error, make_principal, token_of
 from tests.support.server import ProxyProcess, Serve
@@ -365,3 +367,30 @@ def test_runs_need_table_write_and_are_audited(serve_in_process: ServeInProcess)
             system = root.get(f"{MGMT}/audit", params={"operation": "maintenance.run"}).json()["records"]
             time.sleep(0 if system else 0.1)
         assert [r["principal"] for r in system] == ["irc-proxy"] and run_id in system[0]["reason"]
+
+
+def test_a_run_on_a_catalog_whose_remote_commits_its_tables_is_answered_skipped_with_why(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The worker claims every catalog's runs; one whose tables its remote catalog commits answers each job
+    skipped with the reason (never left queued)."""
+    remote = start_remote(tmp_path_factory.mktemp("maint-remote"))
+    front = start_front(tmp_path_factory.mktemp("maint-front"), rest_catalog("fed", remote.url))
+    try:
+        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=federation_token(remote.url))
+        writer.create_namespace("a")
+        writer.create_table("a.t", schema=pa.schema([("id", pa.int64())]))
+        with httpx.Client(base_url=front.url, timeout=60) as front_client:
+            body = {"table": {"namespace": ["a"], "name": "t"}, "jobs": ["expire-snapshots"]}
+            queued = front_client.post(f"{MGMT}/catalogs/fed/maintenance/runs", json=body)
+            assert queued.status_code == 202, queued.text
+            url = f"{MGMT}/catalogs/fed/maintenance/runs/{queued.json()['id']}"
+            deadline = time.monotonic() + 30
+            while (run := front_client.get(url).json())["status"] in ("queued", "running"):
+                assert time.monotonic() < deadline, run
+                time.sleep(0.1)
+        assert run["status"] == "skipped", run
+        assert "remote catalog" in str(run), run
+    finally:
+        front.stop()
+        remote.stop()

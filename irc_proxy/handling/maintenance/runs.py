@@ -22,7 +22,6 @@ from datetime import timedelta
 from typing import Any
 
 from irc_proxy.audit import AuditRecord, now
-from irc_proxy.backends.base import Capability
 from irc_proxy.errors import BadRequest, CatalogError, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.jobs import (
@@ -109,11 +108,10 @@ class Maintenance:
     # The worker --------------------------------------------------------------------------------------------
     async def run_worker(self, catalogs: dict[str, Catalog]) -> None:
         """Claim and run queued runs until cancelled (each replica runs one worker)."""
-        mine = {name: c for name, c in catalogs.items() if c.supports(Capability.TABLE_COMMITS)}
         try:
             while True:
                 try:
-                    await self.work_once(mine)
+                    await self.work_once(catalogs)  # a catalog that cannot run a job answers skipped, with why
                 except CatalogError as exc:  # the state database is away: next round
                     log.warning("maintenance worker: %s", exc)
                 await asyncio.sleep(self.settings.poll_seconds)
