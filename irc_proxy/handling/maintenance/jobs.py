@@ -117,14 +117,17 @@ class _Deleter:
             if not self.files.owns(path):  # checked again now: a link swapped in meanwhile is refused
                 self.refused += 1
                 continue
-            size = _size(path)
+            local = local_path(path)
+            size = 0
             try:
-                local = local_path(path)
                 if local is not None:
-                    os.unlink(local)
+                    size = unlink_beneath(os.path.realpath(local), self.files.real_roots)
                 else:
                     self._io.delete(path)
             except FileNotFoundError:
+                continue
+            except OutsideRoots:  # a directory on the way became a link (or the file one) since the check
+                self.refused += 1
                 continue
             except Exception:  # any FileIO failure: counted, the rest goes on
                 self.failed += 1
@@ -142,14 +145,57 @@ class _Deleter:
         }
 
 
-def _size(path: str) -> int:
-    local = local_path(path)
-    if local is None:
-        return 0
+class OutsideRoots(OSError):
+    """The file to delete is not (or no longer) a regular file reached from a table root without links."""
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def unlink_beneath(real: str, roots: Iterable[str]) -> int:
+    """Delete the regular file at the resolved path ``real`` under one of the resolved ``roots``, following no
+    symbolic link on the way; returns its size.
+
+    Each directory below the root is opened relative to its parent with ``O_NOFOLLOW`` and the file is
+    unlinked relative to the last one, so a directory swapped for a link after ``TableFiles.owns`` checked
+    the path cannot carry the delete into another table's directory (``os.unlink`` of the path would
+    follow it). Raises OutsideRoots then, FileNotFoundError when the file is gone, OSError otherwise."""
+    root = next((r for r in roots if real != r and within(real, [r])), None)
+    if root is None:
+        raise OutsideRoots(f"{real} is not under the table's roots")
+    *directories, name = real[len(root.rstrip("/")) + 1 :].split("/")
     try:
-        return os.lstat(local).st_size
-    except OSError:
-        return 0
+        fd = os.open(root, _DIRECTORY)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # the root became a link since it was resolved
+        raise OutsideRoots(f"{root} is not a directory") from exc
+    try:
+        for directory in directories:
+            try:
+                below = os.open(directory, _DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:  # ELOOP, ENOTDIR: a link or a file where a directory was
+                raise OutsideRoots(f"{directory} is no longer a directory") from exc
+            os.close(fd)
+            fd = below
+        status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISREG(status.st_mode):
+            raise OutsideRoots(f"{name} is not a regular file")
+        os.unlink(name, dir_fd=fd)
+        return status.st_size
+    finally:
+        os.close(fd)
+
+
+def metadata_files(loaded: LoadedTable) -> set[str]:
+    """The table's current metadata file and those of its log: a rollback, a restore or a register reads
+    them, so a statistics file or manifest list a client names after one of them never makes it go."""
+    found = {same(entry.metadata_file) for entry in loaded.metadata.metadata_log}
+    if loaded.metadata_location:
+        found.add(same(loaded.metadata_location))
+    return found
 
 
 # Expire snapshots ----------------------------------------------------------------------------------------
@@ -199,9 +245,11 @@ class ExpireSnapshots:
         found |= {same(s.statistics_path) for s in metadata.partition_statistics if s.snapshot_id in expired}
         return found
 
-    def _would_delete(self, metadata: TableMetadata, expired: set[int], candidates: set[str]) -> int:
+    def _would_delete(self, loaded: LoadedTable, expired: set[int], candidates: set[str]) -> int:
         """How many files a real run would delete (a dry run's answer)."""
+        metadata = loaded.metadata
         kept = self._kept(metadata, [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in expired])
+        kept |= metadata_files(loaded)
         files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
         return sum(1 for path in candidates - kept if files.owns(path))
 
@@ -231,7 +279,7 @@ class ExpireSnapshots:
         try:
             candidates = await threads.run(self._candidates, metadata, expired)
             if self.job.dry_run:
-                counts["files-to-delete"] = await threads.run(self._would_delete, metadata, expired, candidates)
+                counts["files-to-delete"] = await threads.run(self._would_delete, planned.loaded, expired, candidates)
                 return {"status": "succeeded", "dry-run": True, **counts}
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message, **counts}
@@ -239,11 +287,13 @@ class ExpireSnapshots:
             await self.commit(planned)
         except CommitFailed:
             return None  # the table changed: plan again from what it is now
-        return {"status": "succeeded", **counts, **await self._delete(candidates)}
+        return {"status": "succeeded", **counts, **await self._delete(candidates - metadata_files(planned.loaded))}
 
     async def _delete(self, candidates: set[str]) -> dict[str, Any]:
-        """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit)."""
-        current = (await self.job.catalog.tables.load(self.job.ident)).metadata
+        """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit) and
+        that are none of its metadata files."""
+        loaded = await self.job.catalog.tables.load(self.job.ident)
+        current = loaded.metadata
         if _gc_disabled(current):
             return {"files-deleted": 0, "bytes-deleted": 0, "note": "gc.enabled became false: nothing deleted"}
         threads = self.job.threads
@@ -252,7 +302,7 @@ class ExpireSnapshots:
         except (Incomplete, TooManyFiles) as exc:
             return {"files-deleted": 0, "bytes-deleted": 0, "note": f"nothing deleted: {exc.message}"}
         deleter = _Deleter(self.job, current)
-        await threads.run(deleter.delete, sorted(candidates - kept))
+        await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(loaded)))
         return deleter.counts()
 
 

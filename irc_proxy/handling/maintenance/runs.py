@@ -23,7 +23,7 @@ from typing import Any
 
 from irc_proxy.audit import AuditRecord, now
 from irc_proxy.backends.base import Capability
-from irc_proxy.errors import BadRequest, CatalogError, NotFound
+from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.jobs import (
     EXPIRE_SNAPSHOTS,
@@ -47,6 +47,10 @@ MAX_ID_CHARS = 64
 
 class NoSuchMaintenanceRun(NotFound):
     """No run with that id in the catalog."""
+
+
+class AlreadyQueued(Conflict):
+    """A run of the table is queued and has not started yet (409)."""
 
 
 @dataclass(frozen=True)
@@ -85,12 +89,16 @@ class Maintenance:
     async def submit(
         self, catalog: Catalog, ident: TableIdent, jobs: Sequence[str], dry_run: bool, principal: str
     ) -> MaintenanceRun:
-        """Queue a run of ``jobs`` on an existing table. Raises BadRequest (no or unknown jobs), NoSuchTable."""
+        """Queue a run of ``jobs`` on an existing table. Raises BadRequest (no or unknown jobs), NoSuchTable,
+        AlreadyQueued (a run of the table is queued: one at a time, so one caller's requests cannot fill the
+        queue and the state database)."""
         wanted = list(dict.fromkeys(jobs))
         unknown = [job for job in wanted if job not in JOBS]
         if not wanted or unknown:
             raise BadRequest(f"Invalid jobs {unknown or wanted}: name one or more of {', '.join(JOBS)}")
         await catalog.tables.exists(ident)
+        if (waiting := await self.store.queued(catalog.name, ident.namespace, ident.name)) is not None:
+            raise AlreadyQueued(f"A maintenance run of table {ident} is queued already: {waiting.id}")
         run = new_run(catalog.name, ident.namespace, ident.name, wanted, dry_run, principal)
         await self.store.add(run)
         return run
