@@ -47,7 +47,7 @@ from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.storage.locations import table_paths
+from irc_proxy.handling.storage.locations import is_under, table_paths
 from irc_proxy.handling.storage.occupancy import LocationOverlap
 from irc_proxy.handling.storage.storage import table_owner
 from irc_proxy.handling.storage.storage_reads import TableFiles, local_path, within
@@ -61,6 +61,7 @@ REWRITE_MANIFESTS = "rewrite-manifests"
 REWRITE_DATA_FILES = "rewrite-data-files"
 JOBS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_MANIFESTS, REWRITE_DATA_FILES)
 GC_DISABLED = "gc.enabled is false: the table's files may be shared with another table"
+OTHER_CATALOGS = "the table's storage overlaps another catalog's allowed locations: its files may be that catalog's"
 COMMIT_ATTEMPTS = 3
 """Plans of one expiry: a table that changed under each of them is skipped (the next run tries again)."""
 
@@ -81,6 +82,11 @@ class Job:
     dry_run: bool
     limits: Limits
     threads: ThreadRunner
+    foreign: tuple[str, ...] = ()
+    """Storage the catalog does not hold alone: the other catalogs' allowed locations (the occupancy index that
+    keeps tables apart is per catalog). A table whose roots overlap one is left alone."""
+    protected: tuple[str, ...] = ()
+    """The proxy's own files (its data directory, SQLite databases): a table whose roots contain one is left alone."""
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -89,6 +95,23 @@ def skipped(reason: str) -> dict[str, Any]:
 
 def _gc_disabled(metadata: TableMetadata) -> bool:
     return metadata.properties.get(GC_ENABLED, "true").strip().lower() == "false"
+
+
+def _not_alone(job: Job, metadata: TableMetadata) -> str | None:
+    """Why the table's roots may hold files that are not its own to delete (None: they hold none).
+
+    ``gc.enabled=false`` says so. A table of one catalog may be created over another catalog's tables when
+    their allowed locations overlap (each catalog checks occupancy among its own objects only), or over the
+    proxy's data directory when an allowed location contains it: orphan removal would delete everything
+    there the table does not reach, and an expiry the other catalog's files the table's snapshots name."""
+    if _gc_disabled(metadata):
+        return GC_DISABLED
+    roots = table_paths(metadata.location, metadata.properties)
+    if any(is_under(root, other) or is_under(other, root) for root in roots for other in job.foreign):
+        return OTHER_CATALOGS
+    if any(is_under(own, root) for root in roots for own in job.protected):
+        return "the table's storage contains the proxy's data directory or databases"
+    return None
 
 
 def _refused(job: Job) -> str | None:
@@ -270,8 +293,8 @@ class ExpireSnapshots:
     async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
         """One plan carried out: the job's result, or None when the table changed before the commit."""
         threads, metadata, plan = self.job.threads, planned.loaded.metadata, planned.plan
-        if _gc_disabled(metadata):
-            return skipped(GC_DISABLED)
+        if (reason := _not_alone(self.job, metadata)) is not None:
+            return skipped(reason)
         expired = set(plan.snapshot_ids)
         counts: dict[str, Any] = {"snapshots-expired": len(expired), "refs-removed": list(plan.refs)}
         if plan.empty:
@@ -340,8 +363,8 @@ class RemoveOrphanFiles:
 
     async def _refused(self, metadata: TableMetadata) -> str | None:
         """Why this table's orphans cannot be removed safely now (None: they can)."""
-        if _gc_disabled(metadata):
-            return GC_DISABLED
+        if (reason := _not_alone(self.job, metadata)) is not None:
+            return reason
         roots = table_paths(metadata.location, metadata.properties)
         if any(local_path(root) is None for root in roots):
             return "listing object storage is not implemented yet (local file systems only)"

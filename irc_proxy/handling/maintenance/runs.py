@@ -61,6 +61,8 @@ class WorkerSettings:
     poll_seconds: float
     lease: timedelta
     limits: Limits
+    protected: tuple[str, ...] = ()
+    """``file:`` locations of the proxy's own files (data directory, SQLite databases): see ``Job.protected``."""
 
 
 def run_status(results: dict[str, Any]) -> str:
@@ -84,6 +86,8 @@ class Maintenance:
         self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
+        self._allowed: dict[str, tuple[str, ...]] = {}
+        """Each catalog's allowed locations (``Job.foreign`` of the others), known once the worker starts."""
 
     # Requests ----------------------------------------------------------------------------------------------
     async def submit(
@@ -118,6 +122,7 @@ class Maintenance:
     async def run_worker(self, catalogs: dict[str, Catalog]) -> None:
         """Claim and run queued runs until cancelled (each replica runs one worker)."""
         mine = {name: c for name, c in catalogs.items() if c.supports(Capability.TABLE_COMMITS)}
+        self.know(catalogs)
         try:
             while True:
                 try:
@@ -128,6 +133,12 @@ class Maintenance:
         finally:
             for task in self._running:
                 task.cancel()
+
+    def know(self, catalogs: dict[str, Catalog]) -> None:
+        """Remember every catalog's allowed locations (a job leaves alone tables overlapping another's)."""
+        for name, catalog in catalogs.items():
+            locations = catalog.tables.storage.locations
+            self._allowed[name] = () if locations is None else tuple(str(loc) for loc in locations.allowed)
 
     async def work_once(self, catalogs: dict[str, Catalog]) -> int:
         """Start as many claimable runs as the bound allows; returns how many were started."""
@@ -171,7 +182,8 @@ class Maintenance:
         self._record(run, status, results, error, begun)
 
     async def _job(self, catalog: Catalog, ident: TableIdent, name: str, dry_run: bool) -> dict[str, Any]:
-        job = Job(catalog, ident, dry_run, self.settings.limits, self._threads)
+        foreign = tuple(loc for name, allowed in self._allowed.items() if name != catalog.name for loc in allowed)
+        job = Job(catalog, ident, dry_run, self.settings.limits, self._threads, foreign, self.settings.protected)
         started = time.monotonic()
         if name == EXPIRE_SNAPSHOTS:
             result = await ExpireSnapshots(job).run()

@@ -187,3 +187,98 @@ def test_one_tables_requests_queue_one_run_and_never_hold_up_another_tables_run(
     assert outcome(http, request(http, ns_name, "other", ["expire-snapshots"]), timeout=30)["status"] == "succeeded"
     listed = http.get(RUNS, params={"namespace": ns_name, "table": "busy", "page-size": "1000"}).json()["runs"]
     assert len(listed) == accepted
+
+
+# Storage the catalog does not hold alone ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
+    """Catalogs ``one`` and ``two`` share the allowed location ``lake``."""
+    workdir = tmp_path_factory.mktemp("maintenance-shared")
+    lake = workdir / "lake"
+    lake.mkdir()
+    config = f"""
+[server.maintenance]
+poll_seconds = 0.1
+[catalogs.one]
+warehouse = "{(lake / "one").as_uri()}"
+allowed_locations = ["{lake.as_uri()}"]
+[catalogs.two]
+warehouse = "{(lake / "two").as_uri()}"
+allowed_locations = ["{lake.as_uri()}"]
+"""
+    server = ProxyProcess(workdir, config).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def files_under(directory: Path) -> set[Path]:
+    return {path for path in directory.rglob("*") if path.is_file()}
+
+
+def run_in(server: ProxyProcess, catalog: str, ns: str, name: str) -> dict[str, Any]:
+    runs = f"{MGMT}/catalogs/{catalog}/maintenance/runs"
+    body = {"table": {"namespace": [ns], "name": name}, "jobs": ["expire-snapshots", "remove-orphan-files"]}
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        response = http.post(runs, json=body)
+        assert response.status_code == 202, response.text
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found: dict[str, Any] = http.get(f"{runs}/{response.json()['id']}").json()
+            if found["status"] not in ("queued", "running"):
+                return found
+            time.sleep(0.05)
+    raise AssertionError("the run did not finish")
+
+
+def test_a_table_created_over_another_catalogs_tables_is_left_alone(shared: ProxyProcess, ns_name: str) -> None:
+    """Catalogs check occupancy among their own objects only: a writer of catalog ``one`` creates its table at
+    catalog ``two``'s warehouse (both may use the lake) and asks for maintenance. Orphan removal would
+    delete every file of ``two`` the table does not reach; both jobs are skipped instead, saying why."""
+    two = RestCatalog("two", uri=shared.url, warehouse="two")
+    two.create_namespace(ns_name)
+    victim = two.create_table((ns_name, "orders"), schema=SCHEMA)
+    victim.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    lake_two = path_of(victim.location()).parent.parent
+    for path in files_under(lake_two):
+        os.utime(path, (OLD, OLD))
+    before = files_under(lake_two)
+    one = RestCatalog("one", uri=shared.url, warehouse="one")
+    one.create_namespace(ns_name)
+    one.create_table((ns_name, "grab"), schema=SCHEMA, location=lake_two.as_uri())
+
+    result = run_in(shared, "one", ns_name, "grab")
+
+    assert before <= files_under(lake_two)
+    assert result["status"] == "skipped", result
+    assert all("another catalog" in job["reason"] for job in result["results"].values())
+    assert len(two.load_table((ns_name, "orders")).scan().to_arrow()) == 2
+
+
+def test_a_table_over_the_proxys_data_directory_is_left_alone(tmp_path: Path, ns_name: str) -> None:
+    """An allowed location that contains the data directory lets a writer's first table sit over it: orphan
+    removal would delete the catalog and state databases once they are older than ``orphan_min_age``."""
+    data = tmp_path / "data"
+    config = f"""
+[server.maintenance]
+poll_seconds = 0.1
+[catalogs.wide]
+warehouse = "{(data / "warehouse").as_uri()}"
+allowed_locations = ["{tmp_path.as_uri()}"]
+"""
+    server = ProxyProcess(tmp_path, config).start()
+    try:
+        catalog_db = data / "catalog.db"
+        os.utime(catalog_db, (OLD, OLD))
+        wide = RestCatalog("wide", uri=server.url, warehouse="wide")
+        wide.create_namespace(ns_name)
+        wide.create_table((ns_name, "everything"), schema=SCHEMA, location=data.as_uri())
+
+        result = run_in(server, "wide", ns_name, "everything")
+    finally:
+        server.stop()
+
+    assert catalog_db.is_file() and (data / "state.db").is_file()
+    assert result["results"]["remove-orphan-files"]["status"] == "skipped", result
+    assert "data directory" in result["results"]["remove-orphan-files"]["reason"]
