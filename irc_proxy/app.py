@@ -57,7 +57,7 @@ from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
 from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache
-from irc_proxy.settings import AuthSettings, ServerSettings, Settings
+from irc_proxy.settings import AuthSettings, LocalCatalogSettings, ServerSettings, Settings
 from irc_proxy.stores.audit_query import AuditReader
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.stores.db import create_state_engine, ensure_schema, ping
@@ -186,8 +186,20 @@ def build_maintenance(
         own.poll_seconds,
         timedelta(seconds=own.lease_seconds),
         Limits(own.max_files_per_run, own.orphan_min_age),
+        protected_files(settings),
     )
     return Maintenance(MaintenanceStore(state, threads), threads, worker, audit)
+
+
+def protected_files(settings: Settings) -> tuple[str, ...]:
+    """The proxy's own files as ``file:`` locations: its data directory and every SQLite database (state and
+    local catalogs). Maintenance never touches a table whose storage contains one."""
+    urls = [settings.state.database_url.get_secret_value()]
+    local = [c for c in settings.catalogs.values() if isinstance(c, LocalCatalogSettings)]
+    urls += [c.database_url.get_secret_value() for c in local]
+    paths = [Path(settings.data_dir).expanduser().resolve()]
+    paths += [Path(url.removeprefix("sqlite:///").split("?", 1)[0]) for url in urls if url.startswith("sqlite:///")]
+    return tuple(dict.fromkeys(path.as_uri() for path in paths if path.is_absolute()))
 
 
 def readiness_checks(threads: ThreadRunner, state: Engine, catalogs: Catalogs) -> dict[str, meta.ReadinessCheck]:

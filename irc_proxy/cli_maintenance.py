@@ -53,6 +53,12 @@ def add_commands(commands: Any) -> None:
     waiting.add_argument(
         "--timeout", type=float, default=600.0, metavar="SECONDS", help="stop waiting after this long (default 600)"
     )
+    waiting.add_argument(
+        "--here",
+        action="store_true",
+        help="run it in this process (no server needed), then print it; if a server took it first, or another run "
+        "holds the table, wait as --wait does (and run it once the table is free)",
+    )
     actions = group(
         commands,
         "maintenance",
@@ -85,19 +91,17 @@ def add_commands(commands: Any) -> None:
     run.add_argument("--catalog", default="", help="the catalog (default: the default catalog)")
     run.add_argument("--job", action="append", default=[], metavar="JOB", help=JOBS_HELP)
     run.add_argument("--dry-run", action="store_true", help="report what the jobs would do; change nothing")
-    run.add_argument(
-        "--here",
-        action="store_true",
-        help="run it in this process (no server needed), then print it; if a server took it first, or another run "
-        "holds the table, wait as --wait does (and run it once the table is free)",
-    )
     status = command(
         actions,
         "status",
         "print a run (its status and each job's counts)",
         "Print one run as GET .../maintenance/runs/{id} answers: status (queued, running, succeeded, failed, "
         "skipped), each job's outcome and counts, times, error. The id alone finds it in any catalog.",
-        ["irc-proxy maintenance status 3f1c0e9a2b7d4c55a1e0f6b9c8d7e6f5", "irc-proxy maintenance status RUN --wait"],
+        [
+            "irc-proxy maintenance status 3f1c0e9a2b7d4c55a1e0f6b9c8d7e6f5",
+            "irc-proxy maintenance status RUN --wait",
+            "irc-proxy maintenance status RUN --here",
+        ],
         [common, waiting],
     )
     status.add_argument("id", metavar="RUN", help="the run's id (as maintenance run or list printed it)")
@@ -187,6 +191,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         auditor.start()
         try:
             maintenance = build_maintenance(settings, engine, threads, auditor.submit)
+            maintenance.know({c.name: c for c in catalogs.all()})  # `--here` leaves other catalogs' storage alone
             plan = await _plan(catalogs, maintenance, args)
             # The command line is an administrator: the authorizer of `auth.mode = "none"` (no grants looked up).
             authorizer = Authorizer(AuthzStore(engine, threads), threads, enabled=False, authenticated=False)
@@ -214,7 +219,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             "another process holds it or its table (a server's worker, or another --here) and goes on with it"
             if getattr(args, "here", False)
             else "no running irc-proxy serve with this state database has finished it (is one running, with "
-            "max_concurrent_runs above 0?). It stays queued; run it here with --here"
+            "max_concurrent_runs above 0?). It stays queued (one queued run per table): run it here with "
+            f"`irc-proxy maintenance status {body['id']} --here`"
         )
         print(
             f"irc-proxy: run {body['id']} is still {body['status']} after {args.timeout:g}s: {why}; follow it with "

@@ -27,7 +27,8 @@ from irc_proxy.threads import ThreadRunner
 
 RUNS = table_of(MaintenanceRunRow)
 STATUSES = ("queued", "running", "succeeded", "failed", "skipped")
-_CANDIDATES = 10
+_CANDIDATES = 100
+"""Queued runs one claim looks at, oldest first, after leaving out those of tables a run holds now."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,17 @@ class MaintenanceStore:
         )
         return await self._threads.run(self._select, statement)
 
+    async def queued(self, catalog: str, namespace: Sequence[str], name: str) -> MaintenanceRun | None:
+        """A queued run of the table, if any (at most one is queued per table: see ``Maintenance.submit``)."""
+        where = and_(
+            RUNS.c.catalog == catalog,
+            RUNS.c.namespace == json.dumps(list(namespace)),
+            RUNS.c.name == name,
+            RUNS.c.status == "queued",
+        )
+        found = await self._threads.run(self._select, select(RUNS).where(where).limit(1))
+        return found[0] if found else None
+
     async def claim(self, catalogs: Sequence[str], holder: str, lease: timedelta) -> MaintenanceRun | None:
         """Claim one queued run of ``catalogs`` whose table no other run holds, or one whose lease ran out."""
         return await self._threads.run(self._claim, catalogs, holder, lease)
@@ -195,8 +207,13 @@ class MaintenanceStore:
             .order_by(RUNS.c.created_at)
             .limit(_CANDIDATES)
         )
+        held = select(RUNS.c.lease_key).where(RUNS.c.lease_key.is_not(None), RUNS.c.lease_expires_at > now)
         with database_errors("State database"), self._engine.begin() as conn:
-            candidates = conn.execute(statement).all()
+            busy = {key for (key,) in conn.execute(held)}
+            rows = conn.execute(statement).all()
+        # A table a run holds now cannot be claimed: its queued runs are passed over, so they cannot keep every
+        # other table's runs waiting behind them.
+        candidates = [row for row in rows if table_key(row.catalog, json.loads(row.namespace), row.name) not in busy]
         for row in candidates:
             taken = self._take(row, holder, lease, now)
             if taken is not None:

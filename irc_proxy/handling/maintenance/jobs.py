@@ -47,7 +47,7 @@ from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.storage.locations import table_paths
+from irc_proxy.handling.storage.locations import is_under, table_paths
 from irc_proxy.handling.storage.occupancy import LocationOverlap
 from irc_proxy.handling.storage.storage import table_owner
 from irc_proxy.handling.storage.storage_reads import TableFiles, local_path, within
@@ -61,6 +61,7 @@ REWRITE_MANIFESTS = "rewrite-manifests"
 REWRITE_DATA_FILES = "rewrite-data-files"
 JOBS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_MANIFESTS, REWRITE_DATA_FILES)
 GC_DISABLED = "gc.enabled is false: the table's files may be shared with another table"
+OTHER_CATALOGS = "the table's storage overlaps another catalog's allowed locations: its files may be that catalog's"
 COMMIT_ATTEMPTS = 3
 """Plans of one expiry: a table that changed under each of them is skipped (the next run tries again)."""
 
@@ -81,6 +82,11 @@ class Job:
     dry_run: bool
     limits: Limits
     threads: ThreadRunner
+    foreign: tuple[str, ...] = ()
+    """Storage the catalog does not hold alone: the other catalogs' allowed locations (the occupancy index that
+    keeps tables apart is per catalog). A table whose roots overlap one is left alone."""
+    protected: tuple[str, ...] = ()
+    """The proxy's own files (its data directory, SQLite databases): a table whose roots contain one is left alone."""
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -89,6 +95,23 @@ def skipped(reason: str) -> dict[str, Any]:
 
 def _gc_disabled(metadata: TableMetadata) -> bool:
     return metadata.properties.get(GC_ENABLED, "true").strip().lower() == "false"
+
+
+def _not_alone(job: Job, metadata: TableMetadata) -> str | None:
+    """Why the table's roots may hold files that are not its own to delete (None: they hold none).
+
+    ``gc.enabled=false`` says so. A table of one catalog may be created over another catalog's tables when
+    their allowed locations overlap (each catalog checks occupancy among its own objects only), or over the
+    proxy's data directory when an allowed location contains it: orphan removal would delete everything
+    there the table does not reach, and an expiry the other catalog's files the table's snapshots name."""
+    if _gc_disabled(metadata):
+        return GC_DISABLED
+    roots = table_paths(metadata.location, metadata.properties)
+    if any(is_under(root, other) or is_under(other, root) for root in roots for other in job.foreign):
+        return OTHER_CATALOGS
+    if any(is_under(own, root) for root in roots for own in job.protected):
+        return "the table's storage contains the proxy's data directory or databases"
+    return None
 
 
 def _refused(job: Job) -> str | None:
@@ -117,14 +140,17 @@ class _Deleter:
             if not self.files.owns(path):  # checked again now: a link swapped in meanwhile is refused
                 self.refused += 1
                 continue
-            size = _size(path)
+            local = local_path(path)
+            size = 0
             try:
-                local = local_path(path)
                 if local is not None:
-                    os.unlink(local)
+                    size = unlink_beneath(os.path.realpath(local), self.files.real_roots)
                 else:
                     self._io.delete(path)
             except FileNotFoundError:
+                continue
+            except OutsideRoots:  # a directory on the way became a link (or the file one) since the check
+                self.refused += 1
                 continue
             except Exception:  # any FileIO failure: counted, the rest goes on
                 self.failed += 1
@@ -142,14 +168,57 @@ class _Deleter:
         }
 
 
-def _size(path: str) -> int:
-    local = local_path(path)
-    if local is None:
-        return 0
+class OutsideRoots(OSError):
+    """The file to delete is not (or no longer) a regular file reached from a table root without links."""
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def unlink_beneath(real: str, roots: Iterable[str]) -> int:
+    """Delete the regular file at the resolved path ``real`` under one of the resolved ``roots``, following no
+    symbolic link on the way; returns its size.
+
+    Each directory below the root is opened relative to its parent with ``O_NOFOLLOW`` and the file is
+    unlinked relative to the last one, so a directory swapped for a link after ``TableFiles.owns`` checked
+    the path cannot carry the delete into another table's directory (``os.unlink`` of the path would
+    follow it). Raises OutsideRoots then, FileNotFoundError when the file is gone, OSError otherwise."""
+    root = next((r for r in roots if real != r and within(real, [r])), None)
+    if root is None:
+        raise OutsideRoots(f"{real} is not under the table's roots")
+    *directories, name = real[len(root.rstrip("/")) + 1 :].split("/")
     try:
-        return os.lstat(local).st_size
-    except OSError:
-        return 0
+        fd = os.open(root, _DIRECTORY)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # the root became a link since it was resolved
+        raise OutsideRoots(f"{root} is not a directory") from exc
+    try:
+        for directory in directories:
+            try:
+                below = os.open(directory, _DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:  # ELOOP, ENOTDIR: a link or a file where a directory was
+                raise OutsideRoots(f"{directory} is no longer a directory") from exc
+            os.close(fd)
+            fd = below
+        status = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        if not stat.S_ISREG(status.st_mode):
+            raise OutsideRoots(f"{name} is not a regular file")
+        os.unlink(name, dir_fd=fd)
+        return status.st_size
+    finally:
+        os.close(fd)
+
+
+def metadata_files(loaded: LoadedTable) -> set[str]:
+    """The table's current metadata file and those of its log: a rollback, a restore or a register reads
+    them, so a statistics file or manifest list a client names after one of them never makes it go."""
+    found = {same(entry.metadata_file) for entry in loaded.metadata.metadata_log}
+    if loaded.metadata_location:
+        found.add(same(loaded.metadata_location))
+    return found
 
 
 # Expire snapshots ----------------------------------------------------------------------------------------
@@ -199,9 +268,11 @@ class ExpireSnapshots:
         found |= {same(s.statistics_path) for s in metadata.partition_statistics if s.snapshot_id in expired}
         return found
 
-    def _would_delete(self, metadata: TableMetadata, expired: set[int], candidates: set[str]) -> int:
+    def _would_delete(self, loaded: LoadedTable, expired: set[int], candidates: set[str]) -> int:
         """How many files a real run would delete (a dry run's answer)."""
+        metadata = loaded.metadata
         kept = self._kept(metadata, [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in expired])
+        kept |= metadata_files(loaded)
         files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
         return sum(1 for path in candidates - kept if files.owns(path))
 
@@ -222,8 +293,8 @@ class ExpireSnapshots:
     async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
         """One plan carried out: the job's result, or None when the table changed before the commit."""
         threads, metadata, plan = self.job.threads, planned.loaded.metadata, planned.plan
-        if _gc_disabled(metadata):
-            return skipped(GC_DISABLED)
+        if (reason := _not_alone(self.job, metadata)) is not None:
+            return skipped(reason)
         expired = set(plan.snapshot_ids)
         counts: dict[str, Any] = {"snapshots-expired": len(expired), "refs-removed": list(plan.refs)}
         if plan.empty:
@@ -231,7 +302,7 @@ class ExpireSnapshots:
         try:
             candidates = await threads.run(self._candidates, metadata, expired)
             if self.job.dry_run:
-                counts["files-to-delete"] = await threads.run(self._would_delete, metadata, expired, candidates)
+                counts["files-to-delete"] = await threads.run(self._would_delete, planned.loaded, expired, candidates)
                 return {"status": "succeeded", "dry-run": True, **counts}
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message, **counts}
@@ -239,11 +310,13 @@ class ExpireSnapshots:
             await self.commit(planned)
         except CommitFailed:
             return None  # the table changed: plan again from what it is now
-        return {"status": "succeeded", **counts, **await self._delete(candidates)}
+        return {"status": "succeeded", **counts, **await self._delete(candidates - metadata_files(planned.loaded))}
 
     async def _delete(self, candidates: set[str]) -> dict[str, Any]:
-        """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit)."""
-        current = (await self.job.catalog.tables.load(self.job.ident)).metadata
+        """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit) and
+        that are none of its metadata files."""
+        loaded = await self.job.catalog.tables.load(self.job.ident)
+        current = loaded.metadata
         if _gc_disabled(current):
             return {"files-deleted": 0, "bytes-deleted": 0, "note": "gc.enabled became false: nothing deleted"}
         threads = self.job.threads
@@ -252,7 +325,7 @@ class ExpireSnapshots:
         except (Incomplete, TooManyFiles) as exc:
             return {"files-deleted": 0, "bytes-deleted": 0, "note": f"nothing deleted: {exc.message}"}
         deleter = _Deleter(self.job, current)
-        await threads.run(deleter.delete, sorted(candidates - kept))
+        await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(loaded)))
         return deleter.counts()
 
 
@@ -290,8 +363,8 @@ class RemoveOrphanFiles:
 
     async def _refused(self, metadata: TableMetadata) -> str | None:
         """Why this table's orphans cannot be removed safely now (None: they can)."""
-        if _gc_disabled(metadata):
-            return GC_DISABLED
+        if (reason := _not_alone(self.job, metadata)) is not None:
+            return reason
         roots = table_paths(metadata.location, metadata.properties)
         if any(local_path(root) is None for root in roots):
             return "listing object storage is not implemented yet (local file systems only)"

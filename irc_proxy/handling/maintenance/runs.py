@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from irc_proxy.audit import AuditRecord, now
-from irc_proxy.errors import BadRequest, CatalogError, NotFound
+from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.jobs import (
     EXPIRE_SNAPSHOTS,
@@ -48,6 +48,10 @@ class NoSuchMaintenanceRun(NotFound):
     """No run with that id in the catalog."""
 
 
+class AlreadyQueued(Conflict):
+    """A run of the table is queued and has not started yet (409)."""
+
+
 @dataclass(frozen=True)
 class WorkerSettings:
     """How a replica runs maintenance (``[server.maintenance]``)."""
@@ -56,6 +60,8 @@ class WorkerSettings:
     poll_seconds: float
     lease: timedelta
     limits: Limits
+    protected: tuple[str, ...] = ()
+    """``file:`` locations of the proxy's own files (data directory, SQLite databases): see ``Job.protected``."""
 
 
 def run_status(results: dict[str, Any]) -> str:
@@ -79,17 +85,23 @@ class Maintenance:
         self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
+        self._allowed: dict[str, tuple[str, ...]] = {}
+        """Each catalog's allowed locations (``Job.foreign`` of the others), known once the worker starts."""
 
     # Requests ----------------------------------------------------------------------------------------------
     async def submit(
         self, catalog: Catalog, ident: TableIdent, jobs: Sequence[str], dry_run: bool, principal: str
     ) -> MaintenanceRun:
-        """Queue a run of ``jobs`` on an existing table. Raises BadRequest (no or unknown jobs), NoSuchTable."""
+        """Queue a run of ``jobs`` on an existing table. Raises BadRequest (no or unknown jobs), NoSuchTable,
+        AlreadyQueued (a run of the table is queued: one at a time, so one caller's requests cannot fill the
+        queue and the state database)."""
         wanted = list(dict.fromkeys(jobs))
         unknown = [job for job in wanted if job not in JOBS]
         if not wanted or unknown:
             raise BadRequest(f"Invalid jobs {unknown or wanted}: name one or more of {', '.join(JOBS)}")
         await catalog.tables.exists(ident)
+        if (waiting := await self.store.queued(catalog.name, ident.namespace, ident.name)) is not None:
+            raise AlreadyQueued(f"A maintenance run of table {ident} is queued already: {waiting.id}")
         run = new_run(catalog.name, ident.namespace, ident.name, wanted, dry_run, principal)
         await self.store.add(run)
         return run
@@ -108,6 +120,7 @@ class Maintenance:
     # The worker --------------------------------------------------------------------------------------------
     async def run_worker(self, catalogs: dict[str, Catalog]) -> None:
         """Claim and run queued runs until cancelled (each replica runs one worker)."""
+        self.know(catalogs)
         try:
             while True:
                 try:
@@ -118,6 +131,12 @@ class Maintenance:
         finally:
             for task in self._running:
                 task.cancel()
+
+    def know(self, catalogs: dict[str, Catalog]) -> None:
+        """Remember every catalog's allowed locations (a job leaves alone tables overlapping another's)."""
+        for name, catalog in catalogs.items():
+            locations = catalog.tables.storage.locations
+            self._allowed[name] = () if locations is None else tuple(str(loc) for loc in locations.allowed)
 
     async def work_once(self, catalogs: dict[str, Catalog]) -> int:
         """Start as many claimable runs as the bound allows; returns how many were started."""
@@ -171,7 +190,8 @@ class Maintenance:
         self._record(run, status, results, error, begun)
 
     async def _job(self, catalog: Catalog, ident: TableIdent, name: str, dry_run: bool) -> dict[str, Any]:
-        job = Job(catalog, ident, dry_run, self.settings.limits, self._threads)
+        foreign = tuple(loc for name, allowed in self._allowed.items() if name != catalog.name for loc in allowed)
+        job = Job(catalog, ident, dry_run, self.settings.limits, self._threads, foreign, self.settings.protected)
         started = time.monotonic()
         if name == EXPIRE_SNAPSHOTS:
             result = await ExpireSnapshots(job).run()

@@ -122,7 +122,13 @@ class TableFiles:
         if self._locations is not None and not self._locations.allows(path):
             return False
         local = local_path(path)
-        return local is None or within(os.path.realpath(local), self.real_roots)
+        if local is None:
+            return True
+        try:
+            real = os.path.realpath(local)
+        except OSError:  # a link changing while it is resolved: not provably the table's
+            return False
+        return within(real, self.real_roots)
 
 
 class FileIOSource(Protocol):
