@@ -25,7 +25,7 @@ from irc_proxy.http import access, parsing
 from irc_proxy.http.app_state import app_state
 from irc_proxy.http.errors import classify
 from irc_proxy.numbers import is_number
-from irc_proxy.ui import audit_sampling, budget, drawing, links, models, preview, search, windows
+from irc_proxy.ui import audit_sampling, budget, drawing, links, listings, models, preview, search, windows
 from irc_proxy.ui.budget import Deadline
 from irc_proxy.ui.links import ns_path
 from irc_proxy.ui.session import (
@@ -209,20 +209,8 @@ async def catalogs_page(request: Request) -> Response:
 
 
 async def _listed(request: Request, catalog: Catalog, operation: str, namespace: Namespace, key: str) -> Any:
-    """One page of a listing the caller may see (filtered), or None when refused; the catalog answers it,
-    whether it lists here or asks its remote catalog."""
-    context = parsing.context(request)
-    context.list_filtered = False
-    try:
-        await policy.authorize(access.of(request), catalog, operation, policy.Requested(namespace=namespace))
-    except Forbidden:
-        return None
-    token, pages = request.query_params.get(key), parsing.page_binding(request)
-    if operation == "listNamespaces":
-        return await catalog.list_namespaces(context, namespace, token, PAGE_SIZE, pages)
-    if operation == "listTables":
-        return await catalog.list_tables(context, namespace, token, PAGE_SIZE, pages)
-    return await catalog.list_views(context, namespace, token, PAGE_SIZE, pages)
+    """One page of a listing the caller may see, from the page token in query parameter ``key``; None when refused."""
+    return await listings.visible_page(request, catalog, operation, namespace, request.query_params.get(key), PAGE_SIZE)
 
 
 @page("namespace")

@@ -25,11 +25,9 @@ from starlette.requests import Request
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden
 from irc_proxy.handling.catalog import LIST_VIEWS, Catalog
 from irc_proxy.handling.naming import Namespace, TableIdent
-from irc_proxy.handling.operations import policy
-from irc_proxy.handling.paging import Page
-from irc_proxy.http import access, parsing
+from irc_proxy.http import parsing
 from irc_proxy.http.app_state import app_state
-from irc_proxy.ui import budget, windows
+from irc_proxy.ui import budget, listings, windows
 
 MAX_QUERY_CHARS = 200
 """Longest query (characters); a longer one is a 400 page."""
@@ -74,27 +72,6 @@ def query_of(request: Request) -> str:
     return text
 
 
-async def _listing(
-    request: Request, catalog: Catalog, operation: str, namespace: Namespace, token: str | None, limit: int
-) -> Page[object] | None:
-    """One page of a listing as the caller's namespace page would get it (filtered), or None when refused."""
-    context = parsing.context(request)
-    context.list_filtered = False
-    try:
-        await policy.authorize(access.of(request), catalog, operation, policy.Requested(namespace=namespace))
-    except Forbidden:
-        return None
-    pages = parsing.page_binding(request)
-    listed: Page[object]
-    if operation == "listNamespaces":
-        listed = await catalog.list_namespaces(context, namespace, token, limit, pages)  # type: ignore[assignment]
-    elif operation == "listTables":
-        listed = await catalog.list_tables(context, namespace, token, limit, pages)  # type: ignore[assignment]
-    else:
-        listed = await catalog.list_views(context, namespace, token, limit, pages)  # type: ignore[assignment]
-    return listed
-
-
 def _match(operation: str, item: object) -> Match:
     if operation == "listNamespaces":
         assert isinstance(item, tuple)
@@ -133,7 +110,7 @@ async def search(request: Request, catalog: Catalog, text: str) -> Found:
                     break
                 try:
                     limit = min(LISTING_PAGE, cap - found.looked_at)  # the cap holds exactly
-                    listed = await _listing(request, catalog, operation, namespace, token, limit)
+                    listed = await listings.visible_page(request, catalog, operation, namespace, token, limit)
                 except CatalogError as exc:  # dropped meanwhile, or a remote catalog failing: go on with the rest
                     found.failed += 1
                     found.looked_at += 1  # a failed listing costs too
