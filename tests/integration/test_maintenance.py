@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import httpx
 import pyarrow as pa
@@ -34,6 +33,7 @@ from tests.support.console import root_config
 from tests.support.federation import rest_catalog, start_front, start_remote
 from tests.support.federation import token as federation_token
 from tests.support.in_process import ServeInProcess
+from tests.support.maintenance import finished_run, path_of, request_run, runs_url
 from tests.support.rest import MGMT, assert_error, make_principal, token_of
 from tests.support.server import ProxyProcess, Serve
 
@@ -49,10 +49,6 @@ OLD = time.time() - 5 * 24 * 3600
 
 def rows(start: int) -> pa.Table:
     return pa.table({"id": pa.array([start, start + 1], pa.int64()), "data": pa.array([f"r{start}", f"r{start + 1}"])})
-
-
-def path_of(uri: str) -> Path:
-    return Path(unquote(urlparse(uri).path))
 
 
 def files_under(location: str) -> set[Path]:
@@ -91,24 +87,9 @@ def iceberg(proxy: ProxyProcess) -> RestCatalog:
     return RestCatalog("maintenance", uri=proxy.url, warehouse="local")
 
 
-def runs_url(catalog: str = "local") -> str:
-    return f"{MGMT}/catalogs/{catalog}/maintenance/runs"
-
-
 def run(http: httpx.Client, ns: str, name: str, jobs: list[str], dry_run: bool = False) -> dict[str, Any]:
     """Request a run and wait for its outcome."""
-    body = {"table": {"namespace": [ns], "name": name}, "jobs": jobs, "dry-run": dry_run}
-    response = http.post(runs_url(), json=body)
-    assert response.status_code == 202, response.text
-    assert response.json()["status"] == "queued"
-    run_id = response.json()["id"]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found: dict[str, Any] = http.get(f"{runs_url()}/{run_id}").json()
-        if found["status"] not in ("queued", "running"):
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"run {run_id} did not finish")
+    return finished_run(http, request_run(http, ns, name, jobs, dry_run))
 
 
 def history(iceberg: RestCatalog, ns: str, name: str, appends: int = 10) -> Table:
@@ -381,14 +362,8 @@ def test_a_run_on_a_catalog_whose_remote_commits_its_tables_is_answered_skipped_
         writer.create_namespace("a")
         writer.create_table("a.t", schema=pa.schema([("id", pa.int64())]))
         with httpx.Client(base_url=front.url, timeout=60) as front_client:
-            body = {"table": {"namespace": ["a"], "name": "t"}, "jobs": ["expire-snapshots"]}
-            queued = front_client.post(f"{MGMT}/catalogs/fed/maintenance/runs", json=body)
-            assert queued.status_code == 202, queued.text
-            url = f"{MGMT}/catalogs/fed/maintenance/runs/{queued.json()['id']}"
-            deadline = time.monotonic() + 30
-            while (run := front_client.get(url).json())["status"] in ("queued", "running"):
-                assert time.monotonic() < deadline, run
-                time.sleep(0.1)
+            queued = request_run(front_client, "a", "t", ["expire-snapshots"], catalog="fed")
+            run = finished_run(front_client, queued, "fed", timeout=30)
         assert run["status"] == "skipped", run
         assert "remote catalog" in str(run), run
     finally:

@@ -17,14 +17,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from tests.support.rest import MGMT, assert_error
+from tests.support.maintenance import finished_run, path_of, request_run, runs_url
+from tests.support.rest import assert_error
 from tests.support.server import ProxyProcess, Serve
 
 CONFIG = """
@@ -35,12 +35,8 @@ kind = "local"
 """
 OLD = time.time() - 5 * 24 * 3600
 """Older than the default orphan_min_age (3 days)."""
-RUNS = f"{MGMT}/catalogs/local/maintenance/runs"
+RUNS = runs_url()
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
-
-
-def path_of(uri: str) -> Path:
-    return Path(unquote(urlparse(uri).path))
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +56,11 @@ def iceberg(proxy: ProxyProcess) -> RestCatalog:
 
 
 def request(http: httpx.Client, ns: str, name: str, jobs: list[str]) -> str:
-    response = http.post(RUNS, json={"table": {"namespace": [ns], "name": name}, "jobs": jobs})
-    assert response.status_code == 202, response.text
-    return str(response.json()["id"])
+    return request_run(http, ns, name, jobs)
 
 
 def outcome(http: httpx.Client, run_id: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found: dict[str, Any] = http.get(f"{RUNS}/{run_id}").json()
-        if found["status"] not in ("queued", "running"):
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"run {run_id} did not finish")
+    return finished_run(http, run_id, timeout=timeout)
 
 
 # The table's own metadata files ---------------------------------------------------------------------------
@@ -218,18 +206,9 @@ def files_under(directory: Path) -> set[Path]:
 
 
 def run_in(server: ProxyProcess, catalog: str, ns: str, name: str) -> dict[str, Any]:
-    runs = f"{MGMT}/catalogs/{catalog}/maintenance/runs"
-    body = {"table": {"namespace": [ns], "name": name}, "jobs": ["expire-snapshots", "remove-orphan-files"]}
     with httpx.Client(base_url=server.url, timeout=60) as http:
-        response = http.post(runs, json=body)
-        assert response.status_code == 202, response.text
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found: dict[str, Any] = http.get(f"{runs}/{response.json()['id']}").json()
-            if found["status"] not in ("queued", "running"):
-                return found
-            time.sleep(0.05)
-    raise AssertionError("the run did not finish")
+        jobs = ["expire-snapshots", "remove-orphan-files"]
+        return finished_run(http, request_run(http, ns, name, jobs, catalog=catalog), catalog)
 
 
 def test_a_table_created_over_another_catalogs_tables_is_left_alone(shared: ProxyProcess, ns_name: str) -> None:
