@@ -14,13 +14,14 @@ ADMIN_URL = os.environ.get("IRC_PROXY_TEST_PG", "postgresql+psycopg://postgres@1
 
 
 @contextmanager
-def scratch_database() -> Iterator[str]:
-    """Create a uniquely named database, yield its URL, drop it afterwards. Skips if no server."""
+def scratch_database(template: str | None = None) -> Iterator[str]:
+    """Create a uniquely named database (a copy of ``template`` when given), yield its URL, drop it afterwards.
+    Skips if no server."""
     admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
     name = f"ircp_test_{uuid.uuid4().hex[:12]}"
     try:
         with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
     except sa.exc.OperationalError as exc:
         admin.dispose()
         if os.environ.get("CI"):

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from irc_proxy.stores import db
 from irc_proxy.threads import ThreadRunner
-from tests.support.postgres import ADMIN_URL, scratch_database
+from tests.support.postgres import scratch_database
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -28,18 +28,12 @@ def state_engine(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         engine.dispose()
         return
     template = request.getfixturevalue("postgresql_template")
-    admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"ircp_test_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-    engine = db.create_state_engine(ADMIN_URL.rsplit("/", 1)[0] + f"/{name}")
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(template) as url:
+        engine = db.create_state_engine(url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture(scope="session")

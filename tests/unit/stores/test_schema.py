@@ -16,7 +16,6 @@ import pkgutil
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from sqlmodel import SQLModel
 import irc_proxy
 import irc_proxy.stores
 from irc_proxy.stores import db, tables
-from tests.support.postgres import ADMIN_URL, scratch_database
+from tests.support.postgres import scratch_database
 
 PACKAGE = Path(irc_proxy.__file__).parent
 
@@ -90,18 +89,12 @@ def migrated(upgraded: str, tmp_path: Path) -> Iterator[sa.Engine]:
         yield engine
         engine.dispose()
         return
-    admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"ircp_test_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{upgraded.rsplit("/", 1)[1]}"'))
-    engine = db.create_state_engine(upgraded.rsplit("/", 1)[0] + f"/{name}")
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with scratch_database(upgraded.rsplit("/", 1)[1]) as url:
+        engine = db.create_state_engine(url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
 
 def differences(engine: sa.Engine) -> str:
