@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -435,3 +435,18 @@ def _walk(roots: Iterable[str]) -> Iterator[tuple[str, os.stat_result]]:
                     continue
                 if stat.S_ISREG(status.st_mode) and within(path, [root]):
                     yield path, status
+
+
+async def _expire_snapshots(job: Job) -> dict[str, Any]:
+    return await ExpireSnapshots(job).run()
+
+
+async def _remove_orphan_files(job: Job) -> dict[str, Any]:
+    return await RemoveOrphanFiles(job).run()
+
+
+RUNNERS: dict[str, Callable[[Job], Awaitable[dict[str, Any]]]] = {
+    EXPIRE_SNAPSHOTS: _expire_snapshots,
+    REMOVE_ORPHAN_FILES: _remove_orphan_files,
+}
+"""Each job the local executor runs, by name; a job not here answers ``skipped``. A new job adds its entry."""

@@ -24,16 +24,7 @@ from typing import Any
 from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.maintenance.jobs import (
-    EXPIRE_SNAPSHOTS,
-    JOBS,
-    REMOVE_ORPHAN_FILES,
-    ExpireSnapshots,
-    Job,
-    Limits,
-    RemoveOrphanFiles,
-    skipped,
-)
+from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
 from irc_proxy.threads import ThreadRunner
@@ -193,12 +184,8 @@ class Maintenance:
         foreign = tuple(loc for name, allowed in self._allowed.items() if name != catalog.name for loc in allowed)
         job = Job(catalog, ident, dry_run, self.settings.limits, self._threads, foreign, self.settings.protected)
         started = time.monotonic()
-        if name == EXPIRE_SNAPSHOTS:
-            result = await ExpireSnapshots(job).run()
-        elif name == REMOVE_ORPHAN_FILES:
-            result = await RemoveOrphanFiles(job).run()
-        else:
-            result = skipped("not implemented yet")
+        runner = RUNNERS.get(name)
+        result = skipped("not implemented yet") if runner is None else await runner(job)
         return {**result, "seconds": round(time.monotonic() - started, 3)}
 
     async def _renew(self, run_id: str) -> None:
