@@ -9,10 +9,12 @@ TEST_STAMP := $(VENV)/.test-deps-$(shell cat pyproject.toml | cksum | cut -d' ' 
 # the console's tests drive (Playwright uses Debian's chromium, never a downloaded one).
 JAVA_DEBS := libhttpclient5-java libhttpcore5-java libjarjar-java
 BROWSER_DEBS := chromium
+# The C load generator the HTTP benchmark rows use (benchmarks/wrk.py).
+BENCH_DEBS := wrk
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: serve test fast lint typecheck check bench clean system-deps docs docs-build
+.PHONY: serve test fast lint typecheck check bench bench-quick bench-deps clean system-deps docs docs-build
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,10 +68,21 @@ docs-build: $(DEPS_STAMP)
 
 ## Run the side-by-side benchmarks: one table of ratios, benchmarks/results/latest.{json,png}.
 ## BENCH_ARGS="--quick" for a smoke run, BENCH_ARGS="--only local_load" for one benchmark.
-bench: $(TEST_STAMP) system-deps
+bench: $(TEST_STAMP) system-deps bench-deps
 	$(PIP) install --quiet -e ".[test,bench]"
 	$(PY) -m tests.e2e.spark_jars >/dev/null
 	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
+## The short bench lane (under 3 minutes): this working tree's HTTP and loadTable ratios against the previous
+## commit's (HEAD if the tree is dirty, else HEAD~1), measured side by side in one run; fails when a ratio regresses
+## by more than 15%. AGAINST=<rev> compares with another commit. Run it before landing a hot-path change.
+bench-quick: $(TEST_STAMP) bench-deps
+	$(PIP) install --quiet -e ".[test,bench]"
+	$(PY) -m benchmarks.quick $(if $(AGAINST),--against $(AGAINST))
+
+bench-deps:
+	@command -v wrk >/dev/null || { echo "installing $(BENCH_DEBS) (the benchmarks' load generator)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(BENCH_DEBS) >/dev/null; }
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check irc_proxy tests benchmarks

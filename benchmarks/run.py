@@ -23,6 +23,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import baseline as baselines  # noqa: E402
 from benchmarks.support import environment  # noqa: E402
 
 # Cheap ones first; Spark last (it starts a JVM). Modules not named here run after, by name.
@@ -33,6 +34,7 @@ ORDER = [
     "rest_passthrough",
     "sts_burst",
     "throughput",
+    "http",
     "listing",
     "contention",
     "memory",
@@ -40,7 +42,7 @@ ORDER = [
     "console",
     "spark_pipeline",
 ]
-COLUMNS = ("name", "metric", "proxy", "baseline", "ratio", "goal", "result")
+COLUMNS = ("name", "metric", "proxy", "baseline", "ratio", "goal", "result", "vs baseline")
 
 
 def available() -> list[str]:
@@ -128,6 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sample sizes (a smoke run; ratios are rough)")
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this benchmark (repeatable)")
     parser.add_argument("--output", type=Path, default=HERE / "results", help="directory for latest.json/png")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=baselines.STORED,
+        help="report whose ratios each row is compared with (default: the committed results/baseline.json)",
+    )
+    parser.add_argument(
+        "--save-baseline", action="store_true", help="write this run's report as the baseline (after a full run)"
+    )
     args = parser.parse_args(argv)
     names = available()
     if args.only:
@@ -143,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         timings[name] = round(took, 1)
         rows += found
         print(f"   done in {took:.1f}s", flush=True)
+    if args.baseline.is_file():
+        baselines.annotate(rows, baselines.load(args.baseline))
     print()
     print(table(rows))
     print()
@@ -159,6 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": rows,
     }
     (args.output / "latest.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    if args.save_baseline:
+        baselines.save(args.baseline, report)
+        print(f"wrote {args.baseline}")
     drawn = chart(rows, args.output / "latest.png")
     print(f"\nwrote {args.output / 'latest.json'}" + (f" and {args.output / 'latest.png'}" if drawn else ""))
     return 1 if any(r.get("error") for r in rows) else 0

@@ -29,7 +29,12 @@ async def healthz(_request: Request) -> Response:
     return Response(b"{}", media_type="application/json")
 
 
-app = Starlette(routes=[Route("/healthz", healthz), Route("/{path:path}", load)])
+async def config(_request: Request) -> Response:
+    """What a catalog client asks first (pyiceberg's RestCatalog does on start), answered as plainly."""
+    return Response(b'{"defaults": {}, "overrides": {}}', media_type="application/json")
+
+
+app = Starlette(routes=[Route("/healthz", healthz), Route("/v1/config", config), Route("/{path:path}", load)])
 
 
 def main() -> None:
