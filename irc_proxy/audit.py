@@ -126,10 +126,14 @@ class _QueuedSink:
 
 
 class DatabaseSink(_QueuedSink):
-    """Batch-inserts into ``audit_record`` (in a worker thread)."""
+    """Batch-inserts into ``audit_record`` (in a worker thread).
+
+    Each transaction costs far more than a row (SQLite: ~65 µs a row in batches of 50, ~18 µs in batches of 500,
+    most of it the commit), so a busy server lingers 100 ms per batch: a record is written at most ~0.1 s later.
+    """
 
     name = "database"
-    linger_seconds = 0.02
+    linger_seconds = 0.1
 
     def __init__(self, engine: Engine, threads: ThreadRunner, queue_size: int, batch_size: int) -> None:
         super().__init__(queue_size, batch_size)

@@ -84,9 +84,12 @@ def serve(settings: Settings) -> int:
         )
     for name, catalog in settings.catalogs.items():
         log.info("catalog %r: backend %s, warehouse %s", name, catalog.kind, catalog.warehouse)
+    uvloop = use_uvloop(server.event_loop)
+    log.info("event loop: %s", "uvloop" if uvloop else "asyncio")
     if server.workers > 1:  # processes sharing the sockets bound here; each builds the app (irc_proxy.asgi)
         from hypercorn.run import run as run_workers
 
+        config.worker_class = "uvloop" if uvloop else "asyncio"
         config.workers = server.workers
         config.application_path = "irc_proxy.asgi:app"
         log.info("serving with %d worker processes", server.workers)
@@ -100,12 +103,31 @@ def serve(settings: Settings) -> int:
         await hypercorn_serve(create_app(settings), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
 
     try:
-        asyncio.run(run())
+        if uvloop:
+            import uvloop as libuv_loop
+
+            libuv_loop.run(run())
+        else:
+            asyncio.run(run())
     except LifespanFailureError as exc:  # a catalog could not be set up: say why in one line
         log.debug("start-up failed: %s", exc)
         print(f"irc-proxy: refusing to start: {startup_failure(str(exc))}", file=sys.stderr)
         return 2
     return 0
+
+
+def use_uvloop(choice: str) -> bool:
+    """Whether ``server.event_loop`` means uvloop here: ``uvloop`` does (and fails loudly without it), ``auto`` does
+    when uvloop can be imported."""
+    if choice == "asyncio":
+        return False
+    if choice == "uvloop":
+        return True
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def listen_problem(host: str, port: int) -> str:

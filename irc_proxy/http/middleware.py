@@ -9,8 +9,8 @@ pipeline used to cost more than the handler.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
-import uuid
 from urllib.parse import quote
 
 from starlette.applications import Starlette
@@ -82,7 +82,7 @@ class Edge:
         sent, has_body = _request_headers(scope)
         request_id = sent.decode("latin-1")
         if not (0 < len(request_id) <= 128 and request_id.isprintable()):
-            request_id = uuid.uuid4().hex
+            request_id = secrets.token_hex(16)  # as uuid4().hex, a third of the cost
         id_header = (b"x-request-id", request_id.encode("latin-1"))
         context = begin(scope, request_id)
         raw_path = scope.get("raw_path")
