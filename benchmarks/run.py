@@ -40,6 +40,7 @@ ORDER = [
     "memory",
     "scan_planning",
     "console",
+    "maintenance_load",
     "spark_pipeline",
 ]
 COLUMNS = ("name", "metric", "proxy", "baseline", "ratio", "goal", "result", "vs baseline")
