@@ -1,5 +1,5 @@
 """The maintenance jobs the proxy runs itself (the local executor): ``expire-snapshots`` and
-``remove-orphan-files``. ``rewrite-manifests`` and ``rewrite-data-files`` are answered ``skipped`` for now.
+``remove-orphan-files`` here, ``rewrite-manifests`` in ``manifests``. ``rewrite-data-files`` is answered ``skipped``.
 
 Safety rules every job keeps (``docs/maintenance.md``):
 
