@@ -188,6 +188,26 @@ def test_each_partition_spec_is_merged_apart_and_rows_stay(
     assert live_files(table) == files_before and checksum(table) == before
 
 
+def test_manifests_with_deleted_entries_are_merged_to_their_live_files_only(
+    http: httpx.Client, iceberg: RestCatalog, proxy: ProxyProcess, ns_name: str, tmp_path: Path
+) -> None:
+    """A copy-on-write delete leaves manifests with DELETED entries: the rewrite keeps only the live files."""
+    table = appended(iceberg, ns_name, "deleted", 6)
+    table.delete(delete_filter="id < 4")  # removes the first two appends' files
+    table = iceberg.load_table((ns_name, "deleted"))
+    before, files_before = checksum(table), live_files(table)
+    duck_before = duckdb_rows(proxy, tmp_path / "duckdb", ns_name, "deleted")
+    assert len(before) == 8 and len(files_before) == 4
+
+    result = run(http, ns_name, "deleted")
+
+    assert result["status"] == "succeeded" and result["entries-processed"] == 4, result
+    table = iceberg.load_table((ns_name, "deleted"))
+    assert manifest_count(table) == 1
+    assert live_files(table) == files_before and checksum(table) == before
+    assert duckdb_rows(proxy, tmp_path / "duckdb", ns_name, "deleted") == duck_before
+
+
 def test_a_small_target_size_makes_several_manifests_and_manifests_at_the_target_are_kept(
     http: httpx.Client, iceberg: RestCatalog, ns_name: str
 ) -> None:
