@@ -201,6 +201,9 @@ class RewriteManifests:
         except CommitFailed:
             await self._discard(written, prepared.owns, prepared.io, prepared.metadata)
             return None
+        except CatalogError as exc:  # refused (the commit checks, the storage): not committed
+            await self._discard(written, prepared.owns, prepared.io, prepared.metadata)
+            return {"status": "failed", "error": exc.message}
         except BaseException:
             await self._discard(written, prepared.owns, prepared.io, prepared.metadata)
             raise
