@@ -1,5 +1,5 @@
 """The maintenance jobs the proxy runs itself (the local executor): ``expire-snapshots`` and
-``remove-orphan-files``. ``rewrite-manifests`` and ``rewrite-data-files`` are answered ``skipped`` for now.
+``remove-orphan-files`` here, ``rewrite-manifests`` in ``manifests``. ``rewrite-data-files`` is answered ``skipped``.
 
 Safety rules every job keeps (``docs/maintenance.md``):
 
@@ -44,6 +44,7 @@ from pyiceberg.table.update import (
 from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CommitFailed
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.manifests import rewrite_manifests
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
 from irc_proxy.handling.naming import TableIdent
@@ -448,5 +449,6 @@ async def _remove_orphan_files(job: Job) -> dict[str, Any]:
 RUNNERS: dict[str, Callable[[Job], Awaitable[dict[str, Any]]]] = {
     EXPIRE_SNAPSHOTS: _expire_snapshots,
     REMOVE_ORPHAN_FILES: _remove_orphan_files,
+    REWRITE_MANIFESTS: rewrite_manifests,
 }
 """Each job the local executor runs, by name; a job not here answers ``skipped``. A new job adds its entry."""

@@ -5,7 +5,8 @@ is an attack by a writer of its own table on one served ``irc-proxy serve`` proc
   metadata files: the expiry must not delete the metadata log a rollback or a restore reads;
 * a directory of the table swapped for a symbolic link into another table's directory while the orphan
   job deletes: no delete may land in the other table;
-* requests piling up runs of one table: one queued run per table, and another table's run is not held up.
+* requests piling up runs of one table: one queued run per table, and another table's run is not held up;
+* a manifest list naming another table's manifest: the manifest rewrite must not copy its entries.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import httpx
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.manifest import write_manifest_list
 
 from tests.support.maintenance import finished_run, path_of, request_run, runs_url
 from tests.support.rest import assert_error
@@ -93,6 +95,50 @@ def test_expiry_never_deletes_the_metadata_files_an_expired_snapshots_statistics
     assert [entry for entry in log if not path_of(entry).is_file()] == []
     assert path_of(first).is_file() and path_of(latest).is_file()
     assert len(iceberg.load_table((ns_name, "t")).scan().to_arrow()) == 3
+
+
+# Another table's manifest named in a manifest list ---------------------------------------------------------
+def test_the_manifest_rewrite_never_reads_another_tables_manifest_its_list_names(
+    http: httpx.Client, iceberg: RestCatalog, ns_name: str
+) -> None:
+    """A writer commits a snapshot whose manifest list (in its own table) names another table's manifest beside
+    its own, then asks for a manifest rewrite: copied into its table, the other table's entries would make its
+    data files this table's (an expiry would then delete them). The job fails without reading that manifest,
+    commits nothing and leaves none of its files behind."""
+    iceberg.create_namespace(ns_name)
+    mine, theirs = (iceberg.create_table((ns_name, name), schema=SCHEMA) for name in ("mine", "theirs"))
+    for table in (mine, theirs):
+        table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    mine, theirs = iceberg.load_table((ns_name, "mine")), iceberg.load_table((ns_name, "theirs"))
+    head, other = mine.current_snapshot(), theirs.current_snapshot()
+    assert head is not None and other is not None
+    snapshot_id, metadata_dir = head.snapshot_id + 1, path_of(mine.metadata_location).parent
+    listed = f"file://{metadata_dir}/snap-{snapshot_id}-planted.avro"
+    with write_manifest_list(2, mine.io.new_output(listed), snapshot_id, head.snapshot_id, 2, "null") as writer:
+        writer.add_manifests([*head.manifests(mine.io), *other.manifests(theirs.io)])
+    snapshot = {
+        "snapshot-id": snapshot_id,
+        "parent-snapshot-id": head.snapshot_id,
+        "sequence-number": 2,
+        "timestamp-ms": head.timestamp_ms + 1,
+        "manifest-list": listed,
+        "summary": {"operation": "append"},
+    }
+    updates = [
+        {"action": "add-snapshot", "snapshot": snapshot},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id},
+    ]
+    committed = http.post(f"/v1/local/namespaces/{ns_name}/tables/mine", json={"updates": updates, "requirements": []})
+    assert committed.status_code == 200, committed.text
+    location = iceberg.load_table((ns_name, "mine")).metadata_location
+    files = set(metadata_dir.iterdir())
+
+    result = outcome(http, request(http, ns_name, "mine", ["rewrite-manifests"]))
+
+    job = result["results"]["rewrite-manifests"]
+    assert job["status"] == "failed" and "outside the table's locations" in job["error"], job
+    assert iceberg.load_table((ns_name, "mine")).metadata_location == location
+    assert set(metadata_dir.iterdir()) == files
 
 
 # A directory swapped for a link while the deletes run -----------------------------------------------------
