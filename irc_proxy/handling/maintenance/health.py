@@ -6,7 +6,7 @@ Two measures, because they cost differently:
   ``total-delete-files``, ``total-files-size``, ``total-records``) and the snapshot list. It costs one metadata
   file per table, so a page (or a scheduler) can look at many tables with it;
 * :func:`table_health` also counts the live entries of the current snapshot's manifests: small files (smaller
-  than ``SMALL_FRACTION`` × the table's ``write.target-file-size-bytes``), position and equality delete files,
+  than ``SMALL_FRACTION`` times the table's ``write.target-file-size-bytes``), position and equality delete files,
   deletion vectors. It reads every manifest of one table: callers bound it (``files`` may stop early, then
   ``complete`` is False).
 
@@ -187,12 +187,12 @@ def attention(health: SummaryHealth | TableHealth, limits: Thresholds = Threshol
     reasons = []
     files, average = health.data_files, health.average_file_size
     small_below = int(health.target_file_size * SMALL_FRACTION)
+    enough = limits.min_files_to_compact > 0
     if isinstance(health, TableHealth):
-        if limits.min_files_to_compact and health.small_files >= limits.min_files_to_compact:
+        if enough and health.small_files >= limits.min_files_to_compact:
             reasons.append(f"{health.small_files:,} small data files (rewrite-data-files)")
-    elif limits.min_files_to_compact and files and files >= limits.min_files_to_compact and average is not None:
-        if average < small_below:
-            reasons.append(f"{files:,} data files of {average:,} bytes on average (rewrite-data-files)")
+    elif enough and files and files >= limits.min_files_to_compact and average is not None and average < small_below:
+        reasons.append(f"{files:,} data files of {average:,} bytes on average (rewrite-data-files)")
     deletes = health.delete_files
     if limits.max_delete_file_ratio and deletes and deletes > limits.max_delete_file_ratio * max(files or 0, 1):
         reasons.append(f"{deletes:,} delete files for {files or 0:,} data files (rewrite-data-files)")
