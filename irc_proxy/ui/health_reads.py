@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 
 from pyiceberg.manifest import DataFile
 from starlette.requests import Request
@@ -54,27 +55,30 @@ class Measured:
 
 
 def measure(table: OpenedTable, due: Deadline) -> Measured:
-    """Count the live files of the table's current snapshot (blocking: a console worker slot calls it)."""
+    """Count the live files of the table's current snapshot (blocking: a console worker slot calls it). The
+    entries are counted as they are read, manifest by manifest, never all held at once."""
     metadata, notes = table.metadata, []
     snapshot = metadata.current_snapshot()
-    files: list[DataFile] = []
-    manifests = 0
-    complete = True
-    if snapshot is not None and snapshot.manifest_list:
+    read = {"manifests": 0, "files": 0}
+
+    def files() -> Iterator[DataFile]:
+        if snapshot is None or not snapshot.manifest_list:
+            return
         try:
-            listed = table.manifests.manifest_list(snapshot.manifest_list)
-            for manifest in listed:
+            for manifest in table.manifests.manifest_list(snapshot.manifest_list):
                 due.check()
-                if len(files) >= MAX_ENTRIES:
-                    notes.append(f"Counted the first {MAX_ENTRIES:,} files only: the numbers are lower bounds.")
-                    complete = False
-                    break
-                manifests += 1
-                files += [entry.data_file for entry in table.manifests.entries(manifest)]
+                entries = table.manifests.entries(manifest)
+                if read["files"] + len(entries) > MAX_ENTRIES:
+                    notes.append(f"Counted {read['files']:,} files only ({MAX_ENTRIES:,} at most): lower bounds.")
+                    return
+                read["manifests"] += 1
+                read["files"] += len(entries)
+                yield from (entry.data_file for entry in entries)
         except CatalogError as exc:  # outside the table's locations, missing, unreadable: said, not guessed
             notes.append(f"The count stopped: {exc.message}")
-            complete = False
-    health = table_health(metadata, files[:MAX_ENTRIES], now_ms(), manifests, complete)
+
+    counted = table_health(metadata, files(), now_ms())
+    health = replace(counted, manifests=read["manifests"], complete=not notes)
     return Measured(health, attention(health), notes)
 
 

@@ -121,6 +121,7 @@ def test_a_writer_requests_a_dry_run_from_the_console_and_follows_it(shop: Shop)
         action = HEALTH.removesuffix("/health") + "/maintenance"
         data = {"csrf": form, "job-expire-snapshots": "yes", "dry_run": "yes"}
         assert page.post(action, data={k: v for k, v in data.items() if k != "csrf"}).status_code == 403  # no CSRF
+        assert page.post(action, data=data, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
         queued = page.post(action, data=data)
         assert queued.status_code == 303, queued.text
         run_url = queued.headers["location"]
