@@ -84,3 +84,40 @@ PURGE_FAILURES = Counter(
     "Files a purge (or delete-after-commit) could not read or delete, by reason; the drop itself succeeded.",
     ["reason"],
 )
+MAINTENANCE_RUNS = Counter(
+    "irc_proxy_maintenance_runs_total",
+    "Maintenance runs this process finished, by catalog and outcome (succeeded, skipped, failed).",
+    ["catalog", "status"],
+)
+MAINTENANCE_JOBS = Counter(
+    "irc_proxy_maintenance_jobs_total",
+    "Maintenance jobs this process ran, by job and outcome (succeeded, skipped, failed), dry runs included.",
+    ["job", "status"],
+)
+MAINTENANCE_FILES = Counter(
+    "irc_proxy_maintenance_files_total",
+    "Files maintenance jobs removed, rewrote or added (not dry runs), by job and action.",
+    ["job", "action"],
+)
+MAINTENANCE_BYTES = Counter(
+    "irc_proxy_maintenance_bytes_total",
+    "Bytes of the files maintenance jobs removed, rewrote or added (not dry runs), by job and action.",
+    ["job", "action"],
+)
+# Seconds; a job on a small table takes milliseconds, a compaction of a large one many minutes.
+MAINTENANCE_BUCKETS = (0.05, 0.25, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
+MAINTENANCE_JOB_DURATION = Histogram(
+    "irc_proxy_maintenance_job_duration_seconds",
+    "Time one maintenance job took, by job.",
+    ["job"],
+    buckets=MAINTENANCE_BUCKETS,
+)
+MAINTENANCE_RUN_DURATION = Histogram(
+    "irc_proxy_maintenance_run_duration_seconds",
+    "Time one maintenance run took, from its claim to its outcome.",
+    buckets=MAINTENANCE_BUCKETS,
+)
+MAINTENANCE_RUNNING = Gauge(
+    "irc_proxy_maintenance_runs_running",
+    "Maintenance runs this process is running now (queued runs are in the state database: see the console).",
+)

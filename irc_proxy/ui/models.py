@@ -265,3 +265,21 @@ def version_diff(
     if sum(len(line.text) for lines in diffs.values() for line in lines) <= _CACHED_CHARS:
         _DIFFS.put(key, diffs)
     return diffs
+
+
+_SIZES = ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def size_text(count: int | None) -> str:
+    """A byte count as people read it: ``512 MiB``, ``1.5 GiB``, ``700 bytes``; ``unknown`` for None."""
+    if count is None:
+        return "unknown"
+    value, unit = float(count), 0
+    while value >= 1024 and unit < len(_SIZES) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{int(value):,} {_SIZES[unit]}" if unit == 0 or value == int(value) else f"{value:.1f} {_SIZES[unit]}"
+
+
+def duration_ms(milliseconds: int) -> str:
+    """``duration`` of a span in milliseconds."""
+    return duration(timedelta(milliseconds=milliseconds))

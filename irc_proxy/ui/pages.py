@@ -56,7 +56,8 @@ Page = Callable[[Request], Awaitable[Response]]
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("irc_proxy.ui"), autoescape=select_autoescape(default=True))
     env.globals |= {"ns_path": ns_path, "quote": links.segment, "moment": models.moment}
-    env.globals |= {"duration": models.duration, "file_name": models.file_name}
+    env.globals |= {"duration": models.duration, "file_name": models.file_name, "size": models.size_text}
+    env.globals |= {"duration_ms": models.duration_ms}
     env.filters["cut"] = windows.cut
     return env
 

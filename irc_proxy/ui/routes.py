@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Route
 
 from irc_proxy.ui import pages
 from irc_proxy.ui.admin_pages import ADMIN_UI_ROUTES
+from irc_proxy.ui.health_pages import HEALTH_UI_ROUTES
 from irc_proxy.ui.oidc_login import OIDC_UI_ROUTES
 from irc_proxy.ui.session import UI_PREFIX
 from irc_proxy.ui.trash_pages import TRASH_UI_ROUTES
@@ -36,6 +37,7 @@ UI_ROUTES: list[BaseRoute] = [
     Route(f"{NS}/tables/{{table}}/preview", pages.preview_page, methods=["GET"]),
     Route(f"{NS}/views/{{view}}", pages.view_page, methods=["GET"]),
     *TRASH_UI_ROUTES,
+    *HEALTH_UI_ROUTES,
     *OIDC_UI_ROUTES,
     *ADMIN_UI_ROUTES,
 ]

@@ -68,7 +68,7 @@ def test_a_table_spark_wrote_shows_its_schema_and_one_chart_point_per_snapshot(
 
 
 @pytest.mark.parametrize(("version", "kind"), [(2, "position-deletes"), (3, "deletion-vectors")])
-def test_a_preview_applies_the_position_deletes_and_deletion_vectors_spark_wrote(
+def test_a_preview_applies_the_position_deletes_and_deletion_vectors_spark_wrote_and_health_counts_them(
     spark: Any, proxy: ProxyProcess, page: Page, ns_name: str, version: int, kind: str
 ) -> None:
     table = f"irc.{ns_name}.merged_v{version}"
@@ -79,12 +79,19 @@ def test_a_preview_applies_the_position_deletes_and_deletion_vectors_spark_wrote
     )
     spark.sql(f"INSERT INTO {table} VALUES (1, 'Oslo'), (2, 'Lima'), (3, 'Kyiv'), (4, 'Pune'), (5, 'Bern')")
     spark.sql(f"DELETE FROM {table} WHERE id IN (2, 4)")
-    assert spark.sql(f"SELECT * FROM {table}.delete_files").count() >= 1  # merge-on-read: a delete file, not a rewrite
+    delete_files = spark.sql(f"SELECT * FROM {table}.delete_files").count()
+    assert delete_files >= 1  # merge-on-read: a delete file, not a rewrite
     page.goto(f"{proxy.url}/ui/catalogs/local/namespaces/{ns_name}/tables/merged_v{version}/preview")
     ids = sorted(int(t) for t in page.locator("table.preview td.number").all_inner_texts())
     assert ids == [1, 3, 5], kind
     assert page.locator("p.note").count() == 0
     shot(page, f"preview-{kind}")
+    page.goto(f"{proxy.url}/ui/catalogs/local/namespaces/{ns_name}/tables/merged_v{version}/health")
+    kinds = ("position-deletes", "deletion-vectors", "equality-deletes")
+    counts = {name: int(page.locator(f"dd.delete-files span.{name}").inner_text().split()[0]) for name in kinds}
+    assert counts == {name: delete_files if name == kind else 0 for name in kinds}  # as Spark's delete_files table
+    assert int(page.locator("dd.data-files").inner_text().split()[0]) >= 1
+    shot(page, f"health-{kind}")
 
 
 @pytest.fixture(scope="module")

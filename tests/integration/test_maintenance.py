@@ -343,11 +343,16 @@ def test_runs_need_table_write_and_are_audited(serve_in_process: ServeInProcess)
         records = root.get(f"{MGMT}/audit", params={"operation": "management.requestMaintenanceRun"}).json()["records"]
         decisions = {(r["principal"], r["decision"], r["object"]) for r in records}
         assert {("reader", "denied", "team.t"), ("writer", "allowed", "team.t")} <= decisions
+        queued = [r["reason"] for r in records if r["status"] == 202]
+        assert queued == [f"table.write on namespace local.team via role writer-role; run {run_id}: expire-snapshots"]
         system: list[dict[str, Any]] = []
         while not system and time.monotonic() < deadline:  # the worker audits just after the status, in batches
             system = root.get(f"{MGMT}/audit", params={"operation": "maintenance.run"}).json()["records"]
             time.sleep(0 if system else 0.1)
         assert [r["principal"] for r in system] == ["irc-proxy"] and run_id in system[0]["reason"]
+        jobs = root.get(f"{MGMT}/audit", params={"operation": "maintenance.expire-snapshots"}).json()["records"]
+        assert [(r["principal"], r["object"], r["status"]) for r in jobs] == [("irc-proxy", "team.t", 200)]
+        assert jobs[0]["reason"].startswith(f"run {run_id} requested by writer: succeeded; snapshots-expired=0")
 
 
 def test_a_run_on_a_catalog_whose_remote_commits_its_tables_is_answered_skipped_with_why(

@@ -7,9 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pyarrow as pa
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from pyiceberg.catalog.rest import RestCatalog
 
+from tests.support.maintenance import finished_run, request_run
 from tests.support.rest import create_namespace, create_table, ns_path, table_url
 from tests.support.server import ProxyProcess, Serve
 
@@ -101,3 +104,30 @@ def test_commit_retries_are_counted_across_replicas(tmp_path: Path) -> None:
     finally:
         for replica in replicas:
             replica.stop()
+
+
+def test_maintenance_runs_jobs_files_and_bytes_are_counted_after_a_run(serve: Serve) -> None:
+    """An expiry that deletes files, then a dry run: runs and jobs by outcome, files and bytes removed (the
+    dry run's not), durations; the counts equal what the run reported (a fresh process counts only these)."""
+    proxy = serve('[server.maintenance]\npoll_seconds = 0.1\n[catalogs.local]\nkind = "local"\n', "metrics-maint")
+    iceberg = RestCatalog("metered", uri=proxy.url, warehouse="local")
+    iceberg.create_namespace("kept")
+    rows = pa.table({"id": pa.array([1, 2], pa.int64())})
+    properties = {"history.expire.max-snapshot-age-ms": "1"}
+    table = iceberg.create_table(("kept", "t"), schema=rows.schema, properties=properties)
+    for _ in range(3):
+        table.append(rows)
+    with httpx.Client(base_url=proxy.url, timeout=60) as http:
+        done = finished_run(http, request_run(http, "kept", "t", ["expire-snapshots"]))
+        dry = finished_run(http, request_run(http, "kept", "t", ["expire-snapshots"], dry_run=True))
+    expiry = done["results"]["expire-snapshots"]
+    assert done["status"] == dry["status"] == "succeeded" and expiry["files-deleted"] > 0
+    samples = scrape(proxy.url)
+    assert value(samples, "irc_proxy_maintenance_runs_total", catalog="local", status="succeeded") == 2
+    assert value(samples, "irc_proxy_maintenance_jobs_total", job="expire-snapshots", status="succeeded") == 2
+    files = value(samples, "irc_proxy_maintenance_files_total", job="expire-snapshots", action="removed")
+    removed_bytes = value(samples, "irc_proxy_maintenance_bytes_total", job="expire-snapshots", action="removed")
+    assert (files, removed_bytes) == (expiry["files-deleted"], expiry["bytes-deleted"])
+    assert value(samples, "irc_proxy_maintenance_job_duration_seconds_count", job="expire-snapshots") == 2
+    assert value(samples, "irc_proxy_maintenance_run_duration_seconds_count") == 2
+    assert value(samples, "irc_proxy_maintenance_runs_running") == 0

@@ -5,8 +5,11 @@ its catalogs, at most ``max_concurrent_runs`` at once, one run per table across 
 (``stores.maintenance``), and renews each claim's lease while the run works, so a replica that dies
 mid-run lets another take the run over once the lease ends. A run's jobs run in the order requested;
 each records its own outcome (``succeeded``, ``skipped`` with the reason, ``failed`` with the error). The
-run is ``failed`` if a job failed, ``skipped`` if every job was skipped, else ``succeeded``; each run is
-audited as ``maintenance.run`` by ``irc-proxy``.
+run is ``failed`` if a job failed, ``skipped`` if every job was skipped, else ``succeeded``. Each finished run is
+audited as ``maintenance.run`` by ``irc-proxy`` (who requested it, every job's outcome), and each of its jobs as
+``maintenance.<job>`` (``maintenance.expire-snapshots``, ...: its outcome and counts, status 500 when it
+failed), so an audit query by operation finds one job's outcomes; runs and jobs are metered
+(``maintenance.metering``).
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from irc_proxy import metrics
 from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance import metering
 from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
@@ -61,6 +66,14 @@ def run_status(results: dict[str, Any]) -> str:
     if "failed" in outcomes:
         return "failed"
     return "skipped" if outcomes and all(o == "skipped" for o in outcomes) else "succeeded"
+
+
+def job_outcome(result: dict[str, Any]) -> str:
+    """A job's outcome in one line: ``succeeded; files-deleted=3, ...``, ``skipped: why``, ``failed: error``."""
+    status = str(result.get("status"))
+    why = result.get("reason") or result.get("error")
+    counts = ", ".join(f"{k}={v}" for k, v in result.items() if k not in ("status", "reason", "error", "seconds"))
+    return status + (f": {why}" if why else "") + (f"; {counts}" if counts else "")
 
 
 class Maintenance:
@@ -160,6 +173,7 @@ class Maintenance:
     async def execute(self, catalog: Catalog, run: MaintenanceRun) -> None:
         """Run a claimed run's jobs and record the outcome (the lease renewed meanwhile)."""
         begun = time.monotonic()
+        metrics.MAINTENANCE_RUNNING.inc()
         renewing = asyncio.create_task(self._renew(run.id))
         results: dict[str, Any] = {}
         error: str | None = None
@@ -174,7 +188,11 @@ class Maintenance:
             error = f"{type(exc).__name__}: internal error"
         finally:
             renewing.cancel()
+            metrics.MAINTENANCE_RUNNING.dec()
         status = "failed" if error is not None else run_status(results)
+        for name, result in results.items():
+            metering.job_finished(name, result, float(result.get("seconds", 0.0)), run.dry_run)
+        metering.run_finished(run.catalog, status, time.monotonic() - begun)
         if not await self.store.finish(run.id, self.holder, status, results, error):
             log.warning("maintenance run %s was taken over by another replica; its outcome here is dropped", run.id)
             return
@@ -203,19 +221,32 @@ class Maintenance:
         log.info("maintenance run %s of %s.%s: %s (%s)", run.id, ".".join(run.namespace), run.name, status, summary)
         if self._audit is None:
             return
+        table, requested = str(TableIdent(run.namespace, run.name)), f"run {run.id} requested by {run.requested_by}"
+        requested += " (dry run)" if run.dry_run else ""
+        for job, result in results.items():
+            self._audit(
+                AuditRecord(
+                    time=now(),
+                    principal=SYSTEM_PRINCIPAL,
+                    operation=f"maintenance.{job}",
+                    catalog=run.catalog,
+                    object=table,
+                    status=500 if result.get("status") == "failed" else 200,
+                    request_id=f"maintenance-{run.id}",
+                    latency_ms=round(float(result.get("seconds", 0.0)) * 1000, 3),
+                    reason=f"{requested}: {job_outcome(result)}",
+                )
+            )
         self._audit(
             AuditRecord(
                 time=now(),
                 principal=SYSTEM_PRINCIPAL,
                 operation="maintenance.run",
                 catalog=run.catalog,
-                object=str(TableIdent(run.namespace, run.name)),
+                object=table,
                 status=500 if status == "failed" else 200,
                 request_id=f"maintenance-{run.id}",
                 latency_ms=round((time.monotonic() - begun) * 1000, 3),
-                reason=f"run {run.id} requested by {run.requested_by}"
-                + (" (dry run)" if run.dry_run else "")
-                + f": {status}; {summary}"
-                + (f"; {error}" if error else ""),
+                reason=f"{requested}: {status}; {summary}" + (f"; {error}" if error else ""),
             )
         )

@@ -23,12 +23,15 @@ def _table(run: MaintenanceRun) -> TableIdent:
 async def request_run(
     access: Access, maintenance: Maintenance, catalog: Catalog, ident: TableIdent, jobs: Sequence[str], dry_run: bool
 ) -> MaintenanceRun:
-    """Queue a run (403 before the table is looked up)."""
+    """Queue a run (403 before the table is looked up). The request's audit record (by the caller:
+    ``management.requestMaintenanceRun``, ``ui.maintenance.request`` from the console, the command line's) names
+    the run: reason ``run <id>: <jobs>`` (`` (dry run)`` added for a dry run)."""
     access.context.audit.object = str(ident)
     await access.require(Privilege.TABLE_WRITE, access.table(ident))
     run = await maintenance.submit(catalog, ident, jobs, dry_run, access.context.principal)
+    dry = " (dry run)" if run.dry_run else ""
     access.context.audit.reason = "; ".join(
-        filter(None, [access.context.audit.reason, f"run {run.id}: {', '.join(run.jobs)}"])
+        filter(None, [access.context.audit.reason, f"run {run.id}: {', '.join(run.jobs)}" + dry])
     )
     return run
 

@@ -195,3 +195,22 @@ def test_a_data_file_outside_the_table_is_never_read_by_a_preview(server: Served
         assert page.status_code == 200
         assert "do-not-leak-this-line" not in page.text and 'class="number"' not in page.text
         assert "The preview stopped" in page.text
+
+
+def test_tables_needing_attention_stop_at_the_entry_cap_and_say_so(server: Served) -> None:
+    proxy, _ = server
+    with browser(proxy, None) as root:
+        page = root.get("/ui/catalogs/local/attention")
+        assert page.status_code == 200 and "stopped early" in page.text
+        looked_at = int(re.search(r'data-looked-at="(\d+)"', page.text).group(1))  # type: ignore[union-attr]
+        assert looked_at == 100
+        assert root.post("/ui/catalogs/local/attention").status_code == 405
+
+
+def test_a_lister_without_table_read_gets_no_health_page_and_no_table_needing_attention(server: Served) -> None:
+    proxy, people = server
+    with browser(proxy, people["lister"]) as lister:
+        health = lister.get(PREVIEW.removesuffix("/preview") + "/health")
+        assert health.status_code == 403 and "table.read" in health.text and "secret_column" not in health.text
+        survey = lister.get("/ui/catalogs/local/attention")
+        assert survey.status_code == 200 and 'data-loaded="0"' in survey.text and "orders" not in survey.text
