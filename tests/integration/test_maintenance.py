@@ -159,12 +159,12 @@ def test_gc_disabled_skips_both_jobs_with_the_reason_and_unimplemented_jobs_are_
     with table.transaction() as tx:
         tx.set_properties({"gc.enabled": "false", "history.expire.max-snapshot-age-ms": "1"})
     on_disk = files_under(table.location())
-    result = run(http, ns_name, "shared", ["expire-snapshots", "remove-orphan-files", "rewrite-data-files"])
+    result = run(http, ns_name, "shared", ["expire-snapshots", "remove-orphan-files", "rewrite-manifests"])
     assert result["status"] == "skipped"
     jobs = result["results"]
     assert "gc.enabled is false" in jobs["expire-snapshots"]["reason"]
     assert "gc.enabled is false" in jobs["remove-orphan-files"]["reason"]
-    assert jobs["rewrite-data-files"] == {"status": "skipped", "reason": "not implemented yet", **{"seconds": 0.0}}
+    assert jobs["rewrite-manifests"] == {"status": "skipped", "reason": "not implemented yet", **{"seconds": 0.0}}
     assert files_under(table.location()) == on_disk
     assert len(iceberg.load_table((ns_name, "shared")).metadata.snapshots) == 4
 

@@ -123,7 +123,7 @@ def test_run_wait_prints_the_finished_run_and_pages_follow(
         "rewrite-data-files",
     ]
     second = answer(
-        cli(proxy, "maintenance", "run", f"{ns_name}.paged", "--dry-run", "--wait", "--job", "rewrite-data-files")
+        cli(proxy, "maintenance", "run", f"{ns_name}.paged", "--dry-run", "--wait", "--job", "rewrite-manifests")
     )
     assert second["status"] == "skipped"
 
