@@ -178,6 +178,26 @@ def test_a_dry_run_reports_what_it_would_rewrite_and_changes_nothing(
     assert set(path_of(table.location()).rglob("*")) == on_disk
 
 
+def test_files_written_before_a_schema_change_are_projected_onto_the_current_schema_by_field_id(
+    http: httpx.Client, iceberg: RestCatalog, ns_name: str
+) -> None:
+    table = small_files(iceberg, ns_name, "evolved", 3, partitioned=False)
+    with table.update_schema() as update:
+        update.rename_column("data", "payload")
+        update.add_column("extra", LongType())
+    table = iceberg.load_table((ns_name, "evolved"))
+    table.append(rows(100).rename_columns(["id", "part", "payload"]).append_column("extra", pa.array([7] * 6)))
+    table.append(rows(200).rename_columns(["id", "part", "payload"]).append_column("extra", pa.array([8] * 6)))
+    before = table.scan().to_arrow().sort_by("id")
+    result = run(http, ns_name, "evolved")
+    assert result["status"] == "succeeded" and result["data-files-rewritten"] == 5, result
+    table = iceberg.load_table((ns_name, "evolved"))
+    assert table.scan().to_arrow().sort_by("id").equals(before)
+    (written,) = data_files(table)
+    field_ids = [f.metadata[b"PARQUET:field_id"] for f in pq.read_schema(str(path_of(written.file_path)))]
+    assert field_ids == [b"1", b"2", b"3", b"4"]
+
+
 def test_files_below_min_input_files_or_at_the_target_size_are_left_alone(
     http: httpx.Client, iceberg: RestCatalog, ns_name: str
 ) -> None:

@@ -80,6 +80,9 @@ class Written:
     data_files: list[DataFile] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     """Every file this run wrote (data files, manifests, manifest lists): deleted when its commit is given up."""
+    in_doubt: bool = False
+    """A commit failed otherwise than refused (an error after the swap, a cancellation): the files may be live now
+    and are left for ``remove-orphan-files`` (Java's ``CommitStateUnknownException``)."""
 
 
 def live_data_files(metadata: TableMetadata, io: FileIO, files: TableFiles, max_files: int) -> list[DataFile]:
@@ -306,7 +309,8 @@ class RewriteDataFiles:
         except CannotRewrite as exc:
             reason = str(exc)
         except BaseException:
-            await threads.run(self._delete, loaded.metadata, written.paths)
+            if not written.in_doubt:
+                await threads.run(self._delete, loaded.metadata, written.paths)
             raise
         if reason is not None:
             await threads.run(self._delete, loaded.metadata, written.paths)
@@ -331,10 +335,13 @@ class RewriteDataFiles:
             try:
                 await self._tables.commit(change)
                 return None
-            except CommitFailed:
+            except CommitFailed:  # refused: nothing of this attempt is live
                 manifests = written.paths[before:]
                 del written.paths[before:]
                 await threads.run(self._delete, loaded.metadata, manifests)
+            except BaseException:
+                written.in_doubt = True
+                raise
             loaded = await self._tables.load(self.job.ident)
             files = self._files(loaded.metadata)
             reason = await threads.run(still_live, loaded.metadata, io, files, planned, self.job.limits.max_files)
