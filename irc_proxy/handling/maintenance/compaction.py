@@ -36,7 +36,8 @@ from pyiceberg.io.fileformat import FileFormatFactory
 from pyiceberg.io.pyarrow import ArrowScan, _to_requested_schema
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent
 from pyiceberg.schema import sanitize_column_names
-from pyiceberg.table import FileScanTask, Table, Transaction
+from pyiceberg.table import FileScanTask, Transaction
+from pyiceberg.table import Table as IcebergTable  # not a SQL table (tests/unit/stores/test_schema.py)
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
@@ -242,7 +243,8 @@ def replace_snapshot(
 ) -> tuple[list[TableRequirement], list[TableUpdate]]:
     """The commit of one ``replace`` snapshot on ``loaded``'s ``main`` (manifests written now). Blocking."""
     metadata = loaded.metadata
-    table = Table(("maintenance", "rewrite"), metadata, loaded.metadata_location or "", io, NoopCatalog("maintenance"))
+    location = loaded.metadata_location or ""
+    table = IcebergTable(("maintenance", "rewrite"), metadata, location, io, NoopCatalog("maintenance"))
     producer = _Replace(operation=Operation.OVERWRITE, transaction=Transaction(table), io=io, branch=MAIN_BRANCH)
     for data_file in rewritten:
         producer.delete_data_file(data_file)
