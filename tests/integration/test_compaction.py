@@ -29,7 +29,6 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField, StringType
 
 from irc_proxy.app import build_catalogs, open_state
@@ -237,7 +236,7 @@ def add_position_delete(table: Table, target: DataFile) -> None:
         content=DataFileContent.POSITION_DELETES,
         file_path=path,
         file_format=FileFormat.PARQUET,
-        partition=Record(),
+        partition=target.partition,
         record_count=1,
         file_size_in_bytes=path_of(path).stat().st_size,
         spec_id=target.spec_id,
@@ -261,6 +260,23 @@ def test_a_table_with_delete_files_is_skipped_naming_the_spark_executor(
     assert "delete files" in result["reason"]
     after = iceberg.load_table((ns_name, "mor"))
     assert after.metadata.current_snapshot_id == table.metadata.current_snapshot_id and checksum(after) == before
+
+
+def test_partitions_with_delete_files_are_left_and_the_others_rewritten(
+    http: httpx.Client, iceberg: RestCatalog, ns_name: str
+) -> None:
+    table = small_files(iceberg, ns_name, "partly", 6, partitioned=True, **{"format-version": "2"})
+    add_position_delete(table, next(f for f in data_files(table) if f.partition[0] == "a"))
+    table = iceberg.load_table((ns_name, "partly"))
+    before = checksum(table)
+    assert len(before) == 35
+    result = run(http, ns_name, "partly")
+    assert result["status"] == "succeeded", result
+    assert result["partitions-rewritten"] == 2 and result["data-files-rewritten"] == 12
+    assert result["partitions-with-delete-files"] == 1
+    table = iceberg.load_table((ns_name, "partly"))
+    assert checksum(table) == before
+    assert sorted(f.partition[0] for f in data_files(table)) == ["a"] * 6 + ["b", "c"]
 
 
 def test_a_format_v3_table_is_skipped_naming_the_spark_executor(http: httpx.Client, ns_name: str) -> None:
@@ -354,6 +370,24 @@ def test_a_delete_of_a_rewritten_file_during_the_rewrite_wins_and_the_job_skips(
     assert len(remaining) == 59 and all(r[0] != 7 for r in remaining), "the deleted row stays deleted"
     assert table.metadata.current_snapshot_id == writer.refresh().metadata.current_snapshot_id
     assert written.paths and not any(path_of(p).exists() for p in written.paths), "what the job wrote is gone"
+
+
+def test_a_delete_file_committed_during_the_rewrite_makes_the_job_skip(
+    proxy: ProxyProcess, iceberg: RestCatalog, ns_name: str
+) -> None:
+    table = small_files(iceberg, ns_name, "mor_raced", 6, partitioned=True, **{"format-version": "2"})
+    target = next(f for f in data_files(table) if f.partition[0] == "b")
+    writer = RestCatalog("writer", uri=proxy.url, warehouse="local").load_table((ns_name, "mor_raced"))
+    job = InProcess(proxy, ns_name, "mor_raced")
+    try:
+        reason, written = asyncio.run(job.rewrite_then_commit(lambda: add_position_delete(writer, target)))
+    finally:
+        job.close()
+    assert reason is not None and "delete file was added" in reason
+    table = iceberg.load_table((ns_name, "mor_raced"))
+    assert len(checksum(table)) == 35, "the row the writer deleted stays deleted"
+    assert len(data_files(table)) == 18
+    assert written.paths and not any(path_of(p).exists() for p in written.paths)
 
 
 # Memory ------------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """``rewrite-data-files`` on the local executor: Iceberg Java's bin-pack ``RewriteDataFiles`` with pyarrow.
 
-What it rewrites itself (``docs/maintenance.md``): format v1/v2 tables whose ``main`` has no live delete file,
-Parquet data files of the table's default partition spec. Anything else is ``skipped`` with a reason naming
-``executor = "spark"``: v3 tables (each row's ``_row_id`` and ``_last_updated_sequence_number`` must be
-kept), delete files (they must be applied), other file formats.
+What it rewrites itself (``docs/maintenance.md``): format v1/v2 tables, Parquet data files of the table's
+default partition spec in partitions no live delete file applies to. The rest is left to
+``executor = "spark"`` (the reason says so when nothing is left to rewrite here): v3 tables (each row's
+``_row_id`` and ``_last_updated_sequence_number`` must be kept), partitions with delete files (they must be
+applied), delete files that apply to every partition, other file formats.
 
 How (each step bounded):
 
@@ -24,7 +25,7 @@ The rewritten files are not deleted: ``expire-snapshots`` deletes them once no r
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,10 @@ class Plan:
     groups: list[Group[DataFile]]
     left: int = 0
     """Groups over the run's byte budget, left for the next run."""
+    held_back: int = 0
+    """Partitions with files to rewrite that delete files apply to (left for the Spark executor)."""
+    deletes: set[str] = field(default_factory=set)
+    """The live delete files at the start: a commit on a newer head with any other conflicts."""
 
     @property
     def rewritten(self) -> list[DataFile]:
@@ -86,53 +91,83 @@ class Written:
     and are left for ``remove-orphan-files`` (Java's ``CommitStateUnknownException``)."""
 
 
-def live_data_files(metadata: TableMetadata, io: FileIO, files: TableFiles, max_files: int) -> list[DataFile]:
-    """The live data files of ``main``'s head. Raises CannotRewrite for a live delete file, a manifest or a data
+@dataclass
+class Live:
+    """The live content files of ``main``'s head."""
+
+    data: list[DataFile] = field(default_factory=list)
+    deletes: list[DataFile] = field(default_factory=list)
+
+
+def live_files(metadata: TableMetadata, io: FileIO, files: TableFiles, max_files: int) -> Live:
+    """The live data and delete files of ``main``'s head. Raises CannotRewrite for a manifest list, manifest or
     file outside the table's roots, or more files than ``max_files``. Blocking."""
+    found = Live()
     snapshot = metadata.snapshot_by_name(MAIN_BRANCH)
     if snapshot is None:
-        return []
+        return found
     if not files.owns(snapshot.manifest_list):
         raise CannotRewrite("the table's manifest list lies outside its roots")
-    found: list[DataFile] = []
     for manifest in snapshot.manifests(io):
         if not files.owns(manifest.manifest_path):
             raise CannotRewrite("a manifest of the table lies outside its roots")
         for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
             data_file = entry.data_file
-            if manifest.content == ManifestContent.DELETES or data_file.content != DataFileContent.DATA:
-                raise CannotRewrite(f"the table has delete files to apply: {USE_SPARK}")
             if not files.owns(data_file.file_path):
                 raise CannotRewrite("a data file of the table lies outside its roots")
-            found.append(data_file)
-            if len(found) > max_files:
-                raise CannotRewrite(f"the table has more than max_files_per_run ({max_files}) data files")
+            is_data = manifest.content == ManifestContent.DATA and data_file.content == DataFileContent.DATA
+            (found.data if is_data else found.deletes).append(data_file)
+            if len(found.data) + len(found.deletes) > max_files:
+                raise CannotRewrite(f"the table has more than max_files_per_run ({max_files}) files")
     return found
 
 
+def with_deletes(metadata: TableMetadata, live: Live) -> set[Hashable]:
+    """The partitions (spec id, value) a live delete file may apply to; raises CannotRewrite when one may apply
+    to every partition (a delete file of an unpartitioned spec: a global equality delete, or any delete file of
+    an unpartitioned table)."""
+    specs = metadata.specs()
+    if any(specs[d.spec_id].is_unpartitioned() for d in live.deletes):
+        raise CannotRewrite(f"the table has delete files to apply to every partition: {USE_SPARK}")
+    return {(d.spec_id, d.partition) for d in live.deletes}
+
+
 def plan(loaded: LoadedTable, io: FileIO, files: TableFiles, job: Job) -> Plan:
-    """The groups to rewrite (Java's bin-pack), within the run's byte budget. Raises CannotRewrite. Blocking."""
+    """The groups to rewrite (Java's bin-pack), within the run's byte budget: the default spec's Parquet files of
+    partitions no delete file applies to. Raises CannotRewrite. Blocking."""
     metadata = loaded.metadata
     if metadata.format_version >= 3:
         raise CannotRewrite(f"format v3 tables keep each row's _row_id and _last_updated_sequence_number: {USE_SPARK}")
     if metadata.properties.get(WRITE_FORMAT, "parquet").lower() != "parquet":
         raise CannotRewrite(f"the table writes {metadata.properties[WRITE_FORMAT]} files: {USE_SPARK}")
-    live = live_data_files(metadata, io, files, job.limits.max_files)
+    live = live_files(metadata, io, files, job.limits.max_files)
+    blocked = with_deletes(metadata, live)
     thresholds = Thresholds.of(metadata.properties)
     spec_id = metadata.default_spec_id
-    candidates = (
+    candidates = [
         ((f.spec_id, f.partition), f.file_size_in_bytes, f)
-        for f in live
+        for f in live.data
         if f.spec_id == spec_id and f.file_format == FileFormat.PARQUET
-    )
-    groups = plan_groups(candidates, thresholds)
+    ]
+    groups = plan_groups((c for c in candidates if c[0] not in blocked), thresholds)
+    held_back = {c[0] for c in candidates if c[0] in blocked}
+    if held_back and not groups:
+        raise CannotRewrite(f"the partitions to rewrite have delete files to apply: {USE_SPARK}")
     chosen, budget = [], job.limits.max_rewrite_bytes
     for group in groups:
         if group.size <= budget:
             chosen.append(group)
             budget -= group.size
     head = metadata.snapshot_by_name(MAIN_BRANCH)
-    return Plan(loaded, head.snapshot_id if head else None, thresholds, chosen, len(groups) - len(chosen))
+    return Plan(
+        loaded,
+        head.snapshot_id if head else None,
+        thresholds,
+        chosen,
+        len(groups) - len(chosen),
+        len(held_back),
+        {d.file_path for d in live.deletes},
+    )
 
 
 class _Rewriter:
@@ -269,10 +304,13 @@ def still_live(metadata: TableMetadata, io: FileIO, files: TableFiles, start: Pl
     if (reason := conflict(metadata, start)) is not None:
         return reason
     try:
-        live = {f.file_path for f in live_data_files(metadata, io, files, max_files)}
+        live = live_files(metadata, io, files, max_files)
     except CannotRewrite as exc:
         return f"the table changed during the rewrite: {exc}"
-    if any(f.file_path not in live for f in start.rewritten):
+    if any(d.file_path not in start.deletes for d in live.deletes):
+        return "a delete file was added by a concurrent commit"
+    data = {f.file_path for f in live.data}
+    if any(f.file_path not in data for f in start.rewritten):
         return "a rewritten data file was removed by a concurrent commit"
     return None
 
@@ -357,6 +395,7 @@ class RewriteDataFiles:
 
 def _counts(planned: Plan) -> dict[str, Any]:
     return {
+        "partitions-with-delete-files": planned.held_back,
         "data-files-rewritten": len(planned.rewritten),
         "bytes-rewritten": sum(group.size for group in planned.groups),
         "partitions-rewritten": len({group.key for group in planned.groups}),
