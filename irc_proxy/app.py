@@ -185,7 +185,7 @@ def build_maintenance(
         own.max_concurrent_runs,
         own.poll_seconds,
         timedelta(seconds=own.lease_seconds),
-        Limits(own.max_files_per_run, own.orphan_min_age),
+        Limits(own.max_files_per_run, own.orphan_min_age, own.max_rewrite_bytes, own.rewrite_buffer_mb * 1024**2),
         protected_files(settings),
     )
     return Maintenance(MaintenanceStore(state, threads), threads, worker, audit)

@@ -40,7 +40,7 @@ TABLE_HELP = (
 )
 JOBS_HELP = (
     "a job to run (repeatable; in the order given): expire-snapshots, remove-orphan-files, rewrite-manifests, "
-    "rewrite-data-files (the rewrites answer skipped for now). Default: all four, in that order"
+    "rewrite-data-files. Default: all four, in that order"
 )
 
 

@@ -135,6 +135,11 @@ class MaintenanceSettings(_Strict):
     max_files_per_run: Annotated[int, Field(ge=1, le=100_000_000)] = 1_000_000
     """Most files one job lists, reads from manifests and deletes; a table that reaches more fails the job (nothing
     deleted), a longer listing or deletion stops there (the next run goes on)."""
+    max_rewrite_bytes: Annotated[int, Field(ge=1)] = 10 * 1024**3
+    """Most input bytes one `rewrite-data-files` job rewrites (whole file groups; the rest waits for the next run)."""
+    rewrite_buffer_mb: Annotated[int, Field(ge=1, le=65_536)] = 64
+    """Arrow data `rewrite-data-files` buffers before writing it as a row group: with one input batch, what a rewrite
+    holds in memory (it streams, never a whole partition)."""
 
     @field_validator("orphan_min_age")
     @classmethod

@@ -59,6 +59,12 @@ class ProxyProcess:
         self.stop()
         raise RuntimeError(f"proxy did not start within {timeout}s:\n{self.log_path.read_text()}")
 
+    @property
+    def pid(self) -> int:
+        """The running server's process id (``/proc/<pid>`` tells its memory)."""
+        assert self._process is not None, "not started"
+        return self._process.pid
+
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()

@@ -1,5 +1,5 @@
 """The maintenance jobs the proxy runs itself (the local executor): ``expire-snapshots`` and
-``remove-orphan-files`` here, ``rewrite-manifests`` in ``manifests``. ``rewrite-data-files`` is answered ``skipped``.
+``remove-orphan-files`` here, ``rewrite-manifests`` in ``manifests``, ``rewrite-data-files`` in ``compaction``.
 
 Safety rules every job keeps (``docs/maintenance.md``):
 
@@ -72,6 +72,10 @@ class Limits:
     max_files: int
     """Files one job lists, reaches (reads from manifests) and deletes, each."""
     orphan_min_age: timedelta
+    max_rewrite_bytes: int = 10 * 1024**3
+    """Input bytes one ``rewrite-data-files`` job rewrites (groups beyond wait for the next run)."""
+    rewrite_buffer_bytes: int = 64 * 1024**2
+    """Arrow bytes ``rewrite-data-files`` buffers before writing a row group: its memory bound, with one batch."""
 
 
 @dataclass(frozen=True)
@@ -446,9 +450,16 @@ async def _remove_orphan_files(job: Job) -> dict[str, Any]:
     return await RemoveOrphanFiles(job).run()
 
 
+async def _rewrite_data_files(job: Job) -> dict[str, Any]:
+    from irc_proxy.handling.maintenance.compaction import rewrite_data_files  # builds on this module (and pyarrow)
+
+    return await rewrite_data_files(job)
+
+
 RUNNERS: dict[str, Callable[[Job], Awaitable[dict[str, Any]]]] = {
     EXPIRE_SNAPSHOTS: _expire_snapshots,
     REMOVE_ORPHAN_FILES: _remove_orphan_files,
     REWRITE_MANIFESTS: rewrite_manifests,
+    REWRITE_DATA_FILES: _rewrite_data_files,
 }
 """Each job the local executor runs, by name; a job not here answers ``skipped``. A new job adds its entry."""
