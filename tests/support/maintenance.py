@@ -3,13 +3,20 @@ and attacks do (``/management/v1/catalogs/{catalog}/maintenance/runs``)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import httpx
 
+from irc_proxy.app import build_catalogs, open_state
+from irc_proxy.handling.maintenance.jobs import RUNNERS, Job, Limits
+from irc_proxy.handling.naming import TableIdent
+from irc_proxy.settings import load_settings
+from irc_proxy.threads import ThreadRunner
 from tests.support.rest import MGMT
 
 FINISHED_POLL_SECONDS = 0.05
@@ -44,3 +51,27 @@ def finished_run(http: httpx.Client, run_id: str, catalog: str = "local", timeou
 def path_of(uri: str) -> Path:
     """The local path of a ``file:`` URI."""
     return Path(unquote(urlparse(uri).path))
+
+
+def run_in_process(
+    config_path: Path, catalog: str, ns: str, name: str, jobs: list[str], clock: Callable[[], float] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Run ``jobs`` on table ``ns.name`` in this process, with the catalogs a served proxy's config builds (the same
+    backends, storage and state database) and ``clock`` as the jobs' now: the only way to judge the age of objects
+    in a store whose modification times cannot be set (moto's S3). Returns each job's result."""
+    settings = load_settings(config_path, environ={})
+    state = open_state(settings)
+    threads = ThreadRunner(4)
+    catalogs = build_catalogs(settings, threads, state)
+    maintenance = settings.server.maintenance
+    limits = Limits(maintenance.max_files_per_run, maintenance.orphan_min_age, clock or time.time)
+    job = Job(catalogs.get(catalog), TableIdent((ns,), name), False, limits, threads)
+
+    async def each() -> dict[str, dict[str, Any]]:
+        return {name: await RUNNERS[name](job) for name in jobs}
+
+    try:
+        return asyncio.run(each())
+    finally:
+        asyncio.run(catalogs.close())
+        state.dispose()
