@@ -23,8 +23,12 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.table import Table
 
 from tests.support.aws import ACCESS_KEY, REGION, SECRET_KEY, client, glue_catalog_config
+from tests.support.fake_sts import FakeSts
+from tests.support.federation import FRONT_PRINCIPAL, USER_CLIENT, USER_SECRET, remote_config, rest_catalog, start_front
+from tests.support.federation import token as federation_token
 from tests.support.maintenance import finished_run, request_run, run_in_process
 from tests.support.server import ProxyProcess, Serve
+from tests.support.vending import prepare_vending, vending_catalog_config
 
 CATALOG = "glue"
 BUCKET = "maint-lake"
@@ -231,3 +235,66 @@ def test_a_bounded_s3_listing_stops_and_says_so(
     left = keys(s3, prefix)
     assert 0 < orphans["files-deleted"] == len(set(planted) - left) <= 20
     assert checksum(iceberg.load_table((ns_name, "many"))) == [(1000, "r1000"), (1001, "r1001")]
+
+
+# A catalog forwarded to a remote catalog that vends S3 credentials ---------------------------------------------
+VENDED_BUCKET = "maint-vended"
+
+
+def test_a_forwarded_catalog_expires_and_removes_orphans_upstream_with_the_storage_access_it_vends(
+    moto: str, sts: FakeSts, tmp_path_factory: pytest.TempPathFactory, ns_name: str
+) -> None:
+    """The front proxy forwards ``fed`` to a second proxy whose Glue catalog on S3 vends credentials: the expiry
+    commits upstream (as the front's principal) and deletes the expired objects, and orphan removal lists the
+    bucket, with the credentials vended to the front (never its own ambient access)."""
+    prepare_vending(moto, VENDED_BUCKET)
+    remote_text = remote_config() + vending_catalog_config("local", moto, sts.url, VENDED_BUCKET)
+    remote = ProxyProcess(tmp_path_factory.mktemp("vended-remote"), remote_text).start()
+    front = start_front(tmp_path_factory.mktemp("vended-front"), rest_catalog("fed", remote.url), CONFIG)
+    s3 = client("s3", moto)
+    try:
+        storage = {"s3.endpoint": moto, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY}
+        user = federation_token(remote.url, USER_CLIENT, USER_SECRET)
+        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=user, **storage, **{"s3.region": REGION})
+        table = history(writer, ns_name, "sales", properties=EXPIRE_EVERYTHING)
+        prefix = key_of_in(VENDED_BUCKET, table.location()) + "/"
+        head, before_rows = table.metadata.current_snapshot_id, checksum(table)
+        stored = keys_in(s3, VENDED_BUCKET, prefix)
+        sts.reset()
+
+        with httpx.Client(base_url=front.url, timeout=60) as http:
+            queued = request_run(http, ns_name, "sales", ["expire-snapshots"], catalog="fed")
+            result = finished_run(http, queued, "fed")
+
+        expiry = result["results"]["expire-snapshots"]
+        assert expiry["status"] == "succeeded" and expiry["files-deleted"] > 0, result
+        upstream = writer.load_table((ns_name, "sales"))
+        assert [s.snapshot_id for s in upstream.metadata.snapshots] == [head]
+        left = keys_in(s3, VENDED_BUCKET, prefix)
+        assert len(stored - left) == expiry["files-deleted"] and checksum(upstream) == before_rows
+        assert {c["RoleSessionName"] for c in sts.assume_role_calls()} == {f"irc-proxy@{FRONT_PRINCIPAL}"}
+
+        old = prefix + "data/old-orphan.parquet"
+        s3.put_object(Bucket=VENDED_BUCKET, Key=old, Body=b"x")
+        cutoff = after_a_second_boundary()
+        new = prefix + "data/new-orphan.parquet"
+        s3.put_object(Bucket=VENDED_BUCKET, Key=new, Body=b"x")
+        orphans = run_in_process(front.config_path, "fed", ns_name, "sales", ["remove-orphan-files"], clock_at(cutoff))
+
+        assert orphans["remove-orphan-files"]["files-deleted"] == 1, orphans
+        assert keys_in(s3, VENDED_BUCKET, prefix) == left | {new}
+        assert checksum(writer.load_table((ns_name, "sales"))) == before_rows
+    finally:
+        front.stop()
+        remote.stop()
+
+
+def key_of_in(bucket: str, location: str) -> str:
+    return location.removeprefix(f"s3://{bucket}/")
+
+
+def keys_in(s3: Any, bucket: str, prefix: str) -> set[str]:
+    found: set[str] = set()
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        found |= {item["Key"] for item in page.get("Contents") or ()}
+    return found

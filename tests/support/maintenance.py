@@ -68,10 +68,12 @@ def run_in_process(
     job = Job(catalogs.get(catalog), TableIdent((ns,), name), False, limits, threads)
 
     async def each() -> dict[str, dict[str, Any]]:
-        return {name: await RUNNERS[name](job) for name in jobs}
+        try:
+            return {name: await RUNNERS[name](job) for name in jobs}
+        finally:
+            await catalogs.close()  # in the loop its clients were made in
 
     try:
         return asyncio.run(each())
     finally:
-        asyncio.run(catalogs.close())
         state.dispose()
