@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -112,7 +113,7 @@ class Job:
     @property
     def context(self) -> RequestContext:
         """The proxy itself as the caller (a forwarded commit or load goes upstream with its own credentials)."""
-        return RequestContext(request_id=f"maintenance-{self.ident}", principal=SYSTEM_PRINCIPAL)
+        return RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)
 
     async def open(self) -> OpenedTable:
         """The table as the catalog answers it now. Raises NoSuchTable and the remote catalog's errors."""
