@@ -37,7 +37,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
-from pyiceberg.io import load_file_io
+from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import (
     AssertRefSnapshotId,
@@ -177,6 +177,7 @@ class _Deleter:
         self._storage = dict(opened.storage or {})
         self._timeout = job.catalog.tables.files.reader.limits.timeout
         self._location = metadata.location
+        self._io: FileIO | None = None
         self._budget = job.limits.max_files
         self.deleted = self.bytes = self.failed = self.refused = 0
         self.errors: dict[str, str] = {}
@@ -205,7 +206,7 @@ class _Deleter:
             if local is not None:
                 size = unlink_beneath(os.path.realpath(local), self.real_roots)
             else:
-                load_file_io(self._storage, self._location).delete(path)
+                self._file_io().delete(path)
         except FileNotFoundError:
             return
         except OutsideRoots:  # a directory on the way became a link (or the file one) since the check
@@ -216,6 +217,11 @@ class _Deleter:
             return
         self.deleted += 1
         self.bytes += size
+
+    def _file_io(self) -> FileIO:
+        if self._io is None:
+            self._io = load_file_io(self._storage, self._location)
+        return self._io
 
     def _delete_objects(self, locations: list[str], sizes: Mapping[str, int]) -> None:
         store = ObjectStore(self._storage, self._timeout)
