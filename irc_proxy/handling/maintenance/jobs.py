@@ -330,6 +330,7 @@ class ExpireSnapshots:
 
     def __init__(self, job: Job) -> None:
         self.job = job
+        self.sizes: dict[str, int] = {}
 
     async def plan(self) -> Planned:
         opened = await self.job.open()
@@ -358,9 +359,12 @@ class ExpireSnapshots:
         await self.job.catalog.commit_table(self.job.context, change)
 
     def _candidates(self, opened: OpenedTable, expired: set[int]) -> set[str]:
-        """Files the expired snapshots reach (within the table's roots), their statistics included."""
+        """Files the expired snapshots reach (within the table's roots), their statistics included; the sizes
+        their metadata gives are kept in ``sizes`` (an object store's delete answers none)."""
         metadata = opened.load.metadata
-        found = _reach(self.job, opened, metadata).candidates(s for s in metadata.snapshots if s.snapshot_id in expired)
+        reach = _reach(self.job, opened, metadata)
+        found = reach.candidates(s for s in metadata.snapshots if s.snapshot_id in expired)
+        self.sizes.update(reach.sizes)
         found |= {same(s.statistics_path) for s in metadata.statistics if s.snapshot_id in expired}
         found |= {same(s.statistics_path) for s in metadata.partition_statistics if s.snapshot_id in expired}
         return found
@@ -438,7 +442,7 @@ class ExpireSnapshots:
         except (Incomplete, TooManyFiles) as exc:
             return {"files-deleted": 0, "bytes-deleted": 0, "note": f"nothing deleted: {exc.message}"}
         deleter = _Deleter(self.job, opened, current)
-        await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(opened.load)))
+        await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(opened.load)), self.sizes)
         return deleter.counts()
 
 

@@ -55,6 +55,8 @@ class Reach:
         self._owns: Owns = files.owns
         self._read: Read = partial(reader.read, roots=files.real_roots)
         self.files_read = 0
+        self.sizes: dict[str, int] = {}
+        """The size each reached manifest and data or delete file has by its metadata (by normalised path)."""
 
     @classmethod
     def opened(cls, metadata: TableMetadata, read: Read, owns: Owns, max_files: int) -> Reach:
@@ -62,6 +64,7 @@ class Reach:
         reach = cls.__new__(cls)
         reach._metadata, reach._max, reach._owns, reach._read = metadata, max_files, owns, read
         reach.files_read = 0
+        reach.sizes = {}
         return reach
 
     def _count(self, found: set[str]) -> None:
@@ -83,17 +86,22 @@ class Reach:
             return []
 
     def _entries(self, manifest: ManifestFile, strict: bool) -> list[str]:
+        """The paths of the manifest's data and delete files (their sizes noted in ``sizes``)."""
         path = manifest.manifest_path
         data = self._bytes(path, "manifest", strict)
         if data is None:
             return []
         memory = MemoryFileIO(MemoryInputFile(path, data))
         try:
-            return [e.data_file.file_path for e in manifest.fetch_manifest_entry(memory, discard_deleted=False)]
+            entries = manifest.fetch_manifest_entry(memory, discard_deleted=False)
+            found = [(e.data_file.file_path, e.data_file.file_size_in_bytes) for e in entries]
         except Exception as exc:  # not Avro, not a manifest
             if strict:
                 raise Incomplete(f"Cannot read manifest {redact(path)}: unreadable") from exc
             return []
+        for file_path, size in found:
+            self.sizes[same(file_path)] = size
+        return [file_path for file_path, _size in found]
 
     def _bytes(self, path: str, what: str, strict: bool) -> bytes | None:
         if not self._owns(path):
@@ -120,6 +128,7 @@ class Reach:
                     continue
                 seen_manifests.add(key)
                 found.add(key)
+                self.sizes[key] = manifest.manifest_length
                 found.update(same(path) for path in self._entries(manifest, strict))
                 self._count(found)
         return found
