@@ -40,7 +40,7 @@ from tests.support.federation import (
 )
 from tests.support.federation import token as federation_token
 from tests.support.in_process import ServeInProcess
-from tests.support.maintenance import finished_run, path_of, request_run, runs_url
+from tests.support.maintenance import finished_run, path_of, request_run, runs_url, with_job
 from tests.support.rest import MGMT, assert_error, make_principal, token_of
 from tests.support.server import ProxyProcess, Serve
 
@@ -396,6 +396,44 @@ def test_a_forwarded_catalogs_expiry_commits_upstream_and_its_orphans_wait_for_s
             principals = {r["principal"] for r in audit.json()["records"] if r["object"] == "a.t"}
             time.sleep(0 if FRONT_PRINCIPAL in principals else 0.2)
         assert FRONT_PRINCIPAL in principals, principals
+    finally:
+        front.stop()
+        remote.stop()
+
+
+def test_a_forwarded_expiry_planned_before_an_upstream_commit_is_refused_there_and_plans_again(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The remote catalog checks the expiry's requirements: a writer's commit upstream between planning and
+    committing makes the forwarded commit a 409 (CommitFailed), and the job plans again, keeping the writer's tag
+    and append."""
+    remote = start_remote(tmp_path_factory.mktemp("race-remote"))
+    front = start_front(tmp_path_factory.mktemp("race-front"), rest_catalog("fed", remote.url))
+    try:
+        user_token = federation_token(remote.url, USER_CLIENT, USER_SECRET)
+        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=user_token)
+        table = history(writer, "a", "raced", appends=2)
+        with table.transaction() as tx:
+            tx.set_properties({"history.expire.max-snapshot-age-ms": "1"})
+        oldest = table.metadata.snapshots[0].snapshot_id
+
+        async def race(job: Job) -> dict[str, Any]:
+            expiry = ExpireSnapshots(job)
+            planned = await expiry.plan()
+            assert oldest in planned.plan.snapshot_ids
+            table.manage_snapshots().create_tag(oldest, "audit").commit()  # the writer, upstream
+            table.append(rows(500))
+            with pytest.raises(CommitFailed):
+                await expiry.commit(planned)
+            return await expiry.run()
+
+        result = with_job(front.config_path, "fed", "a", "raced", race)
+
+        assert result["status"] == "succeeded", result
+        upstream = writer.load_table(("a", "raced"))
+        assert upstream.metadata.refs["audit"].snapshot_id == oldest
+        assert upstream.metadata.snapshot_by_id(oldest) is not None
+        assert (500, "r500") in checksum(upstream)
     finally:
         front.stop()
         remote.stop()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import httpx
@@ -20,6 +20,7 @@ from irc_proxy.threads import ThreadRunner
 from tests.support.rest import MGMT
 
 FINISHED_POLL_SECONDS = 0.05
+T = TypeVar("T")
 
 
 def runs_url(catalog: str = "local") -> str:
@@ -53,27 +54,43 @@ def path_of(uri: str) -> Path:
     return Path(unquote(urlparse(uri).path))
 
 
-def run_in_process(
-    config_path: Path, catalog: str, ns: str, name: str, jobs: list[str], clock: Callable[[], float] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Run ``jobs`` on table ``ns.name`` in this process, with the catalogs a served proxy's config builds (the same
-    backends, storage and state database) and ``clock`` as the jobs' now: the only way to judge the age of objects
-    in a store whose modification times cannot be set (moto's S3). Returns each job's result."""
+def with_job(
+    config_path: Path,
+    catalog: str,
+    ns: str,
+    name: str,
+    scenario: Callable[[Job], Awaitable[T]],
+    clock: Callable[[], float] | None = None,
+) -> T:
+    """Run ``scenario`` on a job for table ``ns.name`` in this process, with the catalogs a served proxy's config
+    builds (the same backends, storage and state database) and ``clock`` as the job's now: the only way to judge
+    the age of objects in a store whose modification times cannot be set (moto's S3), or to act between a job's
+    steps. The catalogs are closed in the loop their clients were made in."""
     settings = load_settings(config_path, environ={})
     state = open_state(settings)
     threads = ThreadRunner(4)
-    catalogs = build_catalogs(settings, threads, state)
     maintenance = settings.server.maintenance
     limits = Limits(maintenance.max_files_per_run, maintenance.orphan_min_age, clock or time.time)
-    job = Job(catalogs.get(catalog), TableIdent((ns,), name), False, limits, threads)
 
-    async def each() -> dict[str, dict[str, Any]]:
+    async def scenario_here() -> T:
+        catalogs = build_catalogs(settings, threads, state)
         try:
-            return {name: await RUNNERS[name](job) for name in jobs}
+            return await scenario(Job(catalogs.get(catalog), TableIdent((ns,), name), False, limits, threads))
         finally:
-            await catalogs.close()  # in the loop its clients were made in
+            await catalogs.close()
 
     try:
-        return asyncio.run(each())
+        return asyncio.run(scenario_here())
     finally:
         state.dispose()
+
+
+def run_in_process(
+    config_path: Path, catalog: str, ns: str, name: str, jobs: list[str], clock: Callable[[], float] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Run ``jobs`` on table ``ns.name`` in this process (``with_job``); each job's result."""
+
+    async def each(job: Job) -> dict[str, dict[str, Any]]:
+        return {name: await RUNNERS[name](job) for name in jobs}
+
+    return with_job(config_path, catalog, ns, name, each, clock)
