@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -11,7 +12,14 @@ from urllib.parse import quote, urlencode
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy.backends.base import Backend, Capability, engine_views, forwarding
-from irc_proxy.errors import CatalogError, NoSuchWarehouse, Unsupported
+from irc_proxy.errors import (
+    CatalogError,
+    CommitStateUnknown,
+    NoSuchWarehouse,
+    ServiceUnavailable,
+    Unsupported,
+    from_error_body,
+)
 from irc_proxy.handling.federation.forwarding import Forwarder, UpstreamCall, UpstreamReply
 from irc_proxy.handling.federation.remote import ForwardedServing
 from irc_proxy.handling.federation.remote_reads import LOAD_TABLE, LOAD_VIEW, KeptLocations, RemoteReads
@@ -28,7 +36,7 @@ from irc_proxy.handling.storage.occupancy import Occupancy
 from irc_proxy.handling.storage.storage import CatalogStorage, files_exist
 from irc_proxy.handling.storage.storage_reads import BoundedReader, ReadLimits, TableFiles
 from irc_proxy.handling.tables.metadata import MetadataCache, MetadataFiles
-from irc_proxy.handling.tables.tables import Tables
+from irc_proxy.handling.tables.tables import TableChange, Tables
 from irc_proxy.handling.vending.vending import Vending
 from irc_proxy.handling.views.views import CatalogViewIndex, Views
 from irc_proxy.handling.views_index import NoViews, ViewIndex
@@ -39,6 +47,7 @@ from irc_proxy.threads import ThreadRunner
 LIST_NAMESPACES = "GET /v1/{prefix}/namespaces"
 LIST_TABLES = "GET /v1/{prefix}/namespaces/{namespace}/tables"
 LIST_VIEWS = "GET /v1/{prefix}/namespaces/{namespace}/views"
+COMMIT_TABLE = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
 
 
 @dataclass(frozen=True)
@@ -203,7 +212,35 @@ class Catalog:
             return partial(bounded.read, roots=owned.real_roots), owned.owns
 
         load = TableLoad(loaded.metadata_location, loaded.metadata)
-        return OpenedTable(load, self.name, tables.files.read, files)
+        io = self.backend.file_io(loaded.metadata.location, loaded.metadata.properties)
+        return OpenedTable(load, self.name, tables.files.read, files, dict(io.properties))
+
+    async def commit_table(self, context: RequestContext, change: TableChange) -> None:
+        """Commit ``change`` through the catalog's normal commit path: here (``Tables.commit``, honouring
+        ``base_location``), or upstream through the same forwarding a client's commit takes, as ``context``'s
+        principal (the proxy itself: its own credentials). Raises CommitFailed when a requirement no longer
+        holds, and the other commit errors (CommitStateUnknown, ServiceUnavailable, ...)."""
+        if await self._remote_for(context, COMMIT_TABLE) is None:
+            await self.tables.commit(change)
+            return
+        assert self.forwarder is not None
+        body = {
+            "identifier": {"namespace": list(change.ident.namespace), "name": change.ident.name},
+            "requirements": [r.model_dump(by_alias=True, mode="json") for r in change.requirements],
+            "updates": [u.model_dump(by_alias=True, mode="json", exclude_none=True) for u in change.updates],
+        }
+        call = UpstreamCall(
+            COMMIT_TABLE,
+            change.ident.namespace,
+            {"table": quote(change.ident.name, safe="")},
+            headers=(("content-type", "application/json"),),
+            body=json.dumps(body).encode(),
+        )
+        reply = await self.forwarder.send(context, call)
+        if reply.status >= 400:
+            if reply.bare_error is not None:
+                raise (CommitStateUnknown if reply.commit_state_unknown else ServiceUnavailable)(reply.bare_error)
+            raise from_error_body(reply.status, reply.body)
 
     async def list_namespaces(
         self, context: RequestContext, parent: Namespace, token: str | None, limit: int, pages: PageBinding

@@ -9,7 +9,7 @@ fields pyiceberg's own parser drops (encryption keys, a snapshot's key id).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -64,3 +64,7 @@ class OpenedTable:
     files: FilesOf
     """The bounded reader of the files ``metadata`` names (each read at most ``max_bytes``, or the catalog's
     ``server.max_metadata_bytes`` when None), and which paths belong to it."""
+    storage: Mapping[str, str] | None = None
+    """How the proxy reaches the table's storage to list and delete its files (table maintenance), as FileIO
+    properties (endpoint, region, credentials; empty: the default chain); None when it has no such access (a
+    remote catalog that vended no storage credentials for the table)."""

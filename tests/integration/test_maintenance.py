@@ -30,10 +30,17 @@ from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings
 from irc_proxy.threads import ThreadRunner
 from tests.support.console import root_config
-from tests.support.federation import rest_catalog, start_front, start_remote
+from tests.support.federation import (
+    FRONT_PRINCIPAL,
+    USER_CLIENT,
+    USER_SECRET,
+    rest_catalog,
+    start_front,
+    start_remote,
+)
 from tests.support.federation import token as federation_token
 from tests.support.in_process import ServeInProcess
-from tests.support.maintenance import finished_run, path_of, request_run, runs_url
+from tests.support.maintenance import finished_run, path_of, request_run, runs_url, with_job
 from tests.support.rest import MGMT, assert_error, make_principal, token_of
 from tests.support.server import ProxyProcess, Serve
 
@@ -357,22 +364,83 @@ def test_runs_need_table_write_and_are_audited(serve_in_process: ServeInProcess)
         assert jobs[0]["reason"].startswith(f"run {run_id} requested by writer: succeeded; snapshots-expired=0")
 
 
-def test_a_run_on_a_catalog_whose_remote_commits_its_tables_is_answered_skipped_with_why(
+def test_a_forwarded_catalogs_expiry_commits_upstream_and_its_orphans_wait_for_storage_access(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """The worker claims every catalog's runs; one whose tables its remote catalog commits answers each job
-    skipped with the reason (never left queued)."""
+    """A catalog forwarded to a second proxy: the expiry goes upstream through the same forwarding (as the front
+    proxy's own principal) and the upstream's table loses the expired snapshots; the upstream vends no storage
+    credentials, so no file is deleted (said in the result) and orphan removal is skipped with why."""
     remote = start_remote(tmp_path_factory.mktemp("maint-remote"))
     front = start_front(tmp_path_factory.mktemp("maint-front"), rest_catalog("fed", remote.url))
     try:
-        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=federation_token(remote.url))
-        writer.create_namespace("a")
-        writer.create_table("a.t", schema=pa.schema([("id", pa.int64())]))
+        user_token = federation_token(remote.url, USER_CLIENT, USER_SECRET)  # the front proxy's principal: only it
+        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=user_token)
+        table = history(writer, "a", "t", appends=3)
+        with table.transaction() as tx:
+            tx.set_properties({"history.expire.max-snapshot-age-ms": "1", "history.expire.min-snapshots-to-keep": "1"})
+        table = writer.load_table(("a", "t"))
+        head, rows_before = table.metadata.current_snapshot_id, checksum(table)
+        on_disk, expired = files_under(table.location()), len(table.metadata.snapshots) - 1
+        assert expired >= 3
         with httpx.Client(base_url=front.url, timeout=60) as front_client:
-            queued = request_run(front_client, "a", "t", ["expire-snapshots"], catalog="fed")
-            run = finished_run(front_client, queued, "fed", timeout=30)
-        assert run["status"] == "skipped", run
-        assert "remote catalog" in str(run), run
+            queued = request_run(front_client, "a", "t", ["expire-snapshots", "remove-orphan-files"], catalog="fed")
+            run = finished_run(front_client, queued, "fed", timeout=60)
+        expiry, orphans = run["results"]["expire-snapshots"], run["results"]["remove-orphan-files"]
+        assert expiry["status"] == "succeeded" and expiry["snapshots-expired"] == expired, run
+        assert expiry["files-deleted"] == 0 and "vended no storage credentials" in expiry["note"], run
+        assert orphans["status"] == "skipped" and "vended no storage credentials" in orphans["reason"], run
+        upstream = writer.load_table(("a", "t"))
+        assert [s.snapshot_id for s in upstream.metadata.snapshots] == [head]
+        assert checksum(upstream) == rows_before
+        assert on_disk <= files_under(upstream.location())  # nothing deleted without storage access
+        # The commit reached the upstream as the front proxy's own principal (audited there, in batches).
+        admin = {"Authorization": f"Bearer {federation_token(remote.url)}"}
+        principals: set[str] = set()
+        deadline = time.monotonic() + 30
+        while FRONT_PRINCIPAL not in principals and time.monotonic() < deadline:
+            audit = httpx.get(f"{remote.url}{MGMT}/audit", params={"operation": "updateTable"}, headers=admin)
+            assert audit.status_code == 200, audit.text
+            principals = {r["principal"] for r in audit.json()["records"] if r["object"] == "a.t"}
+            time.sleep(0 if FRONT_PRINCIPAL in principals else 0.2)
+        assert FRONT_PRINCIPAL in principals, principals
+    finally:
+        front.stop()
+        remote.stop()
+
+
+def test_a_forwarded_expiry_planned_before_an_upstream_commit_is_refused_there_and_plans_again(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The remote catalog checks the expiry's requirements: a writer's commit upstream between planning and
+    committing makes the forwarded commit a 409 (CommitFailed), and the job plans again, keeping the writer's tag
+    and append."""
+    remote = start_remote(tmp_path_factory.mktemp("race-remote"))
+    front = start_front(tmp_path_factory.mktemp("race-front"), rest_catalog("fed", remote.url))
+    try:
+        user_token = federation_token(remote.url, USER_CLIENT, USER_SECRET)
+        writer = RestCatalog("w", uri=remote.url, warehouse="local", token=user_token)
+        table = history(writer, "a", "raced", appends=2)
+        with table.transaction() as tx:
+            tx.set_properties({"history.expire.max-snapshot-age-ms": "1"})
+        oldest = table.metadata.snapshots[0].snapshot_id
+
+        async def race(job: Job) -> dict[str, Any]:
+            expiry = ExpireSnapshots(job)
+            planned = await expiry.plan()
+            assert oldest in planned.plan.snapshot_ids
+            table.manage_snapshots().create_tag(oldest, "audit").commit()  # the writer, upstream
+            table.append(rows(500))
+            with pytest.raises(CommitFailed):
+                await expiry.commit(planned)
+            return await expiry.run()
+
+        result = with_job(front.config_path, "fed", "a", "raced", race)
+
+        assert result["status"] == "succeeded", result
+        upstream = writer.load_table(("a", "raced"))
+        assert upstream.metadata.refs["audit"].snapshot_id == oldest
+        assert upstream.metadata.snapshot_by_id(oldest) is not None
+        assert (500, "r500") in checksum(upstream)
     finally:
         front.stop()
         remote.stop()

@@ -142,7 +142,11 @@ class RemoteReads:
                 bounded = kept.guard_read(BoundedReader(_VendedIO(io), limits).read)
             return bounded, kept.guard_owns(TableFiles(metadata, None).owns)
 
-        return OpenedTable(load, f"{self._catalog}/{current.table_uuid}", metadata_at, files)
+        # Listing and deleting (table maintenance) only with what the upstream vended for this table: never with
+        # the proxy's own ambient storage access (its file system, its default AWS credentials).
+        vended = bool(credential) or "s3.access-key-id" in load.config
+        storage = file_io_properties(load.config | credential) if vended else None
+        return OpenedTable(load, f"{self._catalog}/{current.table_uuid}", metadata_at, files, storage)
 
 
 def file_io_properties(answered: Mapping[str, str]) -> dict[str, str]:

@@ -47,9 +47,11 @@ from pyiceberg.table.update import AssertTableUUID, TableRequirement, TableUpdat
 from pyiceberg.table.update.snapshot import _OverwriteFiles
 from pyiceberg.typedef import EMPTY_DICT
 
+from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CommitFailed
+from irc_proxy.handling.loaded import OpenedTable
 from irc_proxy.handling.maintenance.binpack import Group, Thresholds, plan_groups
-from irc_proxy.handling.maintenance.jobs import COMMIT_ATTEMPTS, Job, _Deleter, _refused, skipped
+from irc_proxy.handling.maintenance.jobs import COMMIT_ATTEMPTS, Job, _Deleter, skipped
 from irc_proxy.handling.storage.storage_reads import TableFiles
 from irc_proxy.handling.tables.tables import LoadedTable, TableChange
 
@@ -320,6 +322,7 @@ class RewriteDataFiles:
         self.job = job
         tables = job.catalog.tables
         self._tables = tables
+        self._opened: OpenedTable
 
     def _io(self, metadata: TableMetadata) -> FileIO:
         return self._tables.files.reader.file_io(metadata.location)
@@ -328,8 +331,9 @@ class RewriteDataFiles:
         return TableFiles(metadata, self._tables.storage.locations)
 
     async def run(self) -> dict[str, Any]:
-        if (refused := _refused(self.job)) is not None:
-            return skipped(refused)
+        if not self.job.catalog.supports(Capability.TABLE_COMMITS):
+            return skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
+        self._opened = await self.job.catalog.open_table(self.job.context, self.job.ident)  # its storage access
         threads = self.job.threads
         loaded = await self._tables.load(self.job.ident)
         io, files = self._io(loaded.metadata), self._files(loaded.metadata)
@@ -390,7 +394,7 @@ class RewriteDataFiles:
         return f"the table changed during each of {COMMIT_ATTEMPTS} commit attempts; nothing rewritten"
 
     def _delete(self, metadata: TableMetadata, paths: list[str]) -> None:
-        _Deleter(self.job, metadata).delete(paths)
+        _Deleter(self.job, self._opened, metadata).delete(paths)
 
 
 def _counts(planned: Plan) -> dict[str, Any]:

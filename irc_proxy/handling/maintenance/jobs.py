@@ -15,8 +15,14 @@ Safety rules every job keeps (``docs/maintenance.md``):
   ``max_files_per_run`` (files listed, reached and deleted);
 * orphan removal refuses when the table's storage overlaps another object's (a table in the trash keeps its
   storage claim; ``allow_overlapping_locations`` lets tables share directories) and touches only files older
-  than ``orphan_min_age`` (a write in flight has not committed its files yet). It lists local storage only in
-  this version (an object store's table is ``skipped``).
+  than ``orphan_min_age`` (a write in flight has not committed its files yet). It lists local file systems and
+  S3 (``backends.object_store``: paginated, under each root with a trailing ``/``); other stores are ``skipped``.
+
+Every catalog kind runs both jobs the same way, through what the catalog answers (``Catalog.open_table``: the
+table, its confined reader, and the storage access the proxy has to it; ``Catalog.commit_table``: the normal
+commit path, here or forwarded to a remote catalog as the proxy itself). A table the proxy has no storage
+access to (a remote catalog that vended no credentials for it) is committed but its files are not deleted, and
+its orphans are ``skipped``, each with the reason.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
+from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import (
     AssertRefSnapshotId,
@@ -41,15 +49,24 @@ from pyiceberg.table.update import (
     TableUpdate,
 )
 
-from irc_proxy.backends.base import Capability
+from irc_proxy.backends.object_store import ObjectStore, ObjectStoreError, lists
 from irc_proxy.errors import CommitFailed
-from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.catalog import COMMIT_TABLE, Catalog
+from irc_proxy.handling.loaded import OpenedTable, TableLoad
 from irc_proxy.handling.maintenance.manifests import rewrite_manifests
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.storage.locations import is_under, table_paths
+from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.storage.locations import (
+    InvalidLocation,
+    StorageLocations,
+    is_under,
+    parse_location,
+    table_paths,
+)
 from irc_proxy.handling.storage.occupancy import LocationOverlap
+from irc_proxy.handling.storage.purge import redact
 from irc_proxy.handling.storage.storage import table_owner
 from irc_proxy.handling.storage.storage_reads import TableFiles, local_path, within
 from irc_proxy.handling.tables.metadata import GC_ENABLED
@@ -63,6 +80,8 @@ REWRITE_DATA_FILES = "rewrite-data-files"
 JOBS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_MANIFESTS, REWRITE_DATA_FILES)
 GC_DISABLED = "gc.enabled is false: the table's files may be shared with another table"
 OTHER_CATALOGS = "the table's storage overlaps another catalog's allowed locations: its files may be that catalog's"
+SYSTEM_PRINCIPAL = "irc-proxy"
+"""Who runs maintenance: a forwarded commit or load goes upstream as the proxy itself."""
 COMMIT_ATTEMPTS = 3
 """Plans of one expiry: a table that changed under each of them is skipped (the next run tries again)."""
 
@@ -76,6 +95,9 @@ class Limits:
     """Input bytes one ``rewrite-data-files`` job rewrites (groups beyond wait for the next run)."""
     rewrite_buffer_bytes: int = 64 * 1024**2
     """Arrow bytes ``rewrite-data-files`` buffers before writing a row group: its memory bound, with one batch."""
+    clock: Callable[[], float] = time.time
+    """Now, in epoch seconds: what snapshot and file ages are measured against (a test judges ages with it
+    instead of waiting days; an object store's modification times cannot be set)."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,15 @@ class Job:
     keeps tables apart is per catalog). A table whose roots overlap one is left alone."""
     protected: tuple[str, ...] = ()
     """The proxy's own files (its data directory, SQLite databases): a table whose roots contain one is left alone."""
+
+    @property
+    def context(self) -> RequestContext:
+        """The proxy itself as the caller (a forwarded commit or load goes upstream with its own credentials)."""
+        return RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)
+
+    async def open(self) -> OpenedTable:
+        """The table as the catalog answers it now. Raises NoSuchTable and the remote catalog's errors."""
+        return await self.catalog.open_table(self.context, self.ident)
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -119,58 +150,113 @@ def _not_alone(job: Job, metadata: TableMetadata) -> str | None:
     return None
 
 
-def _refused(job: Job) -> str | None:
-    """Why the proxy cannot run a job on this catalog's tables itself (None: it can)."""
-    if not job.catalog.supports(Capability.TABLE_COMMITS):
-        return "the tables of this catalog are committed by its remote catalog: not implemented yet"
+async def _refused(job: Job) -> str | None:
+    """Why the proxy cannot run a job on this catalog's tables (None: it can)."""
+    await job.catalog.discover(job.context)
+    if not job.catalog.serves(COMMIT_TABLE):
+        return "the catalog does not serve table commits"
+    return None
+
+
+def _no_storage_access(opened: OpenedTable) -> str | None:
+    """Why the proxy may not list or delete the table's files (None: it may)."""
+    if opened.storage is None:
+        return (
+            "the proxy has no storage access to the table's files: its remote catalog vended no storage "
+            "credentials for it"
+        )
     return None
 
 
 class _Deleter:
-    """Deletes confined files one by one (blocking), within a budget, counting what it did."""
+    """Deletes confined files (blocking), within a budget, counting what it did: local files one by one
+    (``unlink_beneath``), S3 objects in ``DeleteObjects`` batches, any other store through its FileIO. Each path is
+    checked (``owns``: under the table's roots and, served here, the catalog's allowed locations) right before
+    its delete; a file that cannot be deleted is counted and reported, and the others go on."""
 
-    def __init__(self, job: Job, metadata: TableMetadata) -> None:
-        tables = job.catalog.tables
-        self.files = TableFiles(metadata, tables.storage.locations)
-        self._io = tables.files.reader.file_io(metadata.location)
+    MAX_ERRORS_SHOWN = 10
+
+    def __init__(self, job: Job, opened: OpenedTable, metadata: TableMetadata) -> None:
+        _read, self.owns = opened.files(metadata)
+        self.real_roots = TableFiles(metadata, None).real_roots
+        self._storage = dict(opened.storage or {})
+        self._timeout = job.catalog.tables.files.reader.limits.timeout
+        self._location = metadata.location
+        self._io: FileIO | None = None
         self._budget = job.limits.max_files
         self.deleted = self.bytes = self.failed = self.refused = 0
+        self.errors: dict[str, str] = {}
         self.truncated = False
 
-    def delete(self, paths: Iterable[str]) -> None:
+    def delete(self, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> None:
+        objects: list[str] = []
         for path in paths:
-            if self.deleted + self.failed >= self._budget:
+            if self.deleted + self.failed + len(objects) >= self._budget:
                 self.truncated = True
-                return
-            if not self.files.owns(path):  # checked again now: a link swapped in meanwhile is refused
+                break
+            if not self.owns(path):  # checked again now: a link swapped in meanwhile is refused
                 self.refused += 1
                 continue
-            local = local_path(path)
-            size = 0
-            try:
-                if local is not None:
-                    size = unlink_beneath(os.path.realpath(local), self.files.real_roots)
-                else:
-                    self._io.delete(path)
-            except FileNotFoundError:
+            if lists(path):
+                objects.append(path)
                 continue
-            except OutsideRoots:  # a directory on the way became a link (or the file one) since the check
-                self.refused += 1
-                continue
-            except Exception:  # any FileIO failure: counted, the rest goes on
-                self.failed += 1
-                continue
-            self.deleted += 1
-            self.bytes += size
+            self._delete_one(path)
+        if objects:
+            self._delete_objects(objects, sizes or {})
+
+    def _delete_one(self, path: str) -> None:
+        local = local_path(path)
+        size = 0
+        try:
+            if local is not None:
+                size = unlink_beneath(os.path.realpath(local), self.real_roots)
+            else:
+                self._file_io().delete(path)
+        except FileNotFoundError:
+            return
+        except OutsideRoots:  # a directory on the way became a link (or the file one) since the check
+            self.refused += 1
+            return
+        except Exception as exc:  # any FileIO failure: counted, the rest goes on
+            self._failed(path, type(exc).__name__)
+            return
+        self.deleted += 1
+        self.bytes += size
+
+    def _file_io(self) -> FileIO:
+        if self._io is None:
+            self._io = load_file_io(self._storage, self._location)
+        return self._io
+
+    def _delete_objects(self, locations: list[str], sizes: Mapping[str, int]) -> None:
+        store = ObjectStore(self._storage, self._timeout)
+        try:
+            failed = store.delete(locations)
+        finally:
+            store.close()
+        for location in locations:
+            if location in failed:
+                self._failed(location, failed[location])
+            else:
+                self.deleted += 1
+                self.bytes += sizes.get(location, 0)
+
+    def _failed(self, path: str, why: str) -> None:
+        self.failed += 1
+        if len(self.errors) < self.MAX_ERRORS_SHOWN:
+            self.errors[redact(path)] = why
 
     def counts(self) -> dict[str, Any]:
-        return {
+        counts: dict[str, Any] = {
             "files-deleted": self.deleted,
             "bytes-deleted": self.bytes,
             "files-not-deleted": self.failed,
             "files-refused": self.refused,
             "truncated": self.truncated,
         }
+        if self.errors:
+            counts["delete-errors"] = self.errors
+        return counts
 
 
 class OutsideRoots(OSError):
@@ -217,20 +303,30 @@ def unlink_beneath(real: str, roots: Iterable[str]) -> int:
         os.close(fd)
 
 
-def metadata_files(loaded: LoadedTable) -> set[str]:
+def metadata_files(loaded: LoadedTable | TableLoad) -> set[str]:
     """The table's current metadata file and those of its log: a rollback, a restore or a register reads
     them, so a statistics file or manifest list a client names after one of them never makes it go."""
     found = {same(entry.metadata_file) for entry in loaded.metadata.metadata_log}
-    if loaded.metadata_location:
-        found.add(same(loaded.metadata_location))
+    current = loaded.metadata_location if isinstance(loaded, LoadedTable) else loaded.location
+    if current:
+        found.add(same(current))
     return found
+
+
+def _reach(job: Job, opened: OpenedTable, metadata: TableMetadata) -> Reach:
+    read, owns = opened.files(metadata)
+    return Reach.opened(metadata, read, owns, job.limits.max_files)
 
 
 # Expire snapshots ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Planned:
-    loaded: LoadedTable
+    opened: OpenedTable
     plan: ExpiryPlan
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self.opened.load.metadata
 
 
 class ExpireSnapshots:
@@ -239,14 +335,16 @@ class ExpireSnapshots:
 
     def __init__(self, job: Job) -> None:
         self.job = job
+        self.sizes: dict[str, int] = {}
 
     async def plan(self) -> Planned:
-        loaded = await self.job.catalog.tables.load(self.job.ident)
-        return Planned(loaded, plan_expiry(loaded.metadata, int(time.time() * 1000)))
+        opened = await self.job.open()
+        return Planned(opened, plan_expiry(opened.load.metadata, int(self.job.limits.clock() * 1000)))
 
     async def commit(self, planned: Planned) -> None:
-        """Remove the planned snapshots and refs, only on the metadata file planned from. Raises CommitFailed."""
-        metadata, plan = planned.loaded.metadata, planned.plan
+        """Remove the planned snapshots and refs, only on the metadata file planned from (served here; a remote
+        catalog checks the requirements). Raises CommitFailed."""
+        metadata, plan = planned.metadata, planned.plan
         expired = set(plan.snapshot_ids)
         requirements: list[TableRequirement] = [AssertTableUUID(uuid=metadata.table_uuid)]
         requirements += [
@@ -261,33 +359,36 @@ class ExpireSnapshots:
         ]
         if plan.snapshot_ids:
             updates.append(RemoveSnapshotsUpdate.model_validate({"snapshot-ids": list(plan.snapshot_ids)}))
-        change = TableChange(self.job.ident, requirements, updates, base_location=planned.loaded.metadata_location)
-        await self.job.catalog.tables.commit(change)
+        base = planned.opened.load.location or None
+        change = TableChange(self.job.ident, requirements, updates, base_location=base)
+        await self.job.catalog.commit_table(self.job.context, change)
 
-    def _candidates(self, metadata: TableMetadata, expired: set[int]) -> set[str]:
-        """Files the expired snapshots reach (within the table's roots), their statistics included."""
-        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
-        reach = Reach(metadata, files, self.job.catalog.tables.files.reader, self.job.limits.max_files)
+    def _candidates(self, opened: OpenedTable, expired: set[int]) -> set[str]:
+        """Files the expired snapshots reach (within the table's roots), their statistics included; the sizes
+        their metadata gives are kept in ``sizes`` (an object store's delete answers none)."""
+        metadata = opened.load.metadata
+        reach = _reach(self.job, opened, metadata)
         found = reach.candidates(s for s in metadata.snapshots if s.snapshot_id in expired)
+        self.sizes.update(reach.sizes)
         found |= {same(s.statistics_path) for s in metadata.statistics if s.snapshot_id in expired}
         found |= {same(s.statistics_path) for s in metadata.partition_statistics if s.snapshot_id in expired}
         return found
 
-    def _would_delete(self, loaded: LoadedTable, expired: set[int], candidates: set[str]) -> int:
+    def _would_delete(self, opened: OpenedTable, expired: set[int], candidates: set[str]) -> int:
         """How many files a real run would delete (a dry run's answer)."""
-        metadata = loaded.metadata
-        kept = self._kept(metadata, [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in expired])
-        kept |= metadata_files(loaded)
-        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
-        return sum(1 for path in candidates - kept if files.owns(path))
+        metadata = opened.load.metadata
+        kept = self._kept(opened, metadata, [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in expired])
+        kept |= metadata_files(opened.load)
+        _read, owns = opened.files(metadata)
+        return sum(1 for path in candidates - kept if owns(path))
 
-    def _kept(self, metadata: TableMetadata, snapshot_ids: Iterable[int] | None = None) -> set[str]:
-        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
-        reach = Reach(metadata, files, self.job.catalog.tables.files.reader, self.job.limits.max_files)
-        return reach.kept(snapshot_ids)
+    def _kept(
+        self, opened: OpenedTable, metadata: TableMetadata, snapshot_ids: Iterable[int] | None = None
+    ) -> set[str]:
+        return _reach(self.job, opened, metadata).kept(snapshot_ids)
 
     async def run(self) -> dict[str, Any]:
-        if (refused := _refused(self.job)) is not None:
+        if (refused := await _refused(self.job)) is not None:
             return skipped(refused)
         for _attempt in range(COMMIT_ATTEMPTS):
             result = await self._attempt(await self.plan())
@@ -297,40 +398,56 @@ class ExpireSnapshots:
 
     async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
         """One plan carried out: the job's result, or None when the table changed before the commit."""
-        threads, metadata, plan = self.job.threads, planned.loaded.metadata, planned.plan
+        threads, metadata, plan = self.job.threads, planned.metadata, planned.plan
         if (reason := _not_alone(self.job, metadata)) is not None:
             return skipped(reason)
         expired = set(plan.snapshot_ids)
         counts: dict[str, Any] = {"snapshots-expired": len(expired), "refs-removed": list(plan.refs)}
         if plan.empty:
             return {"status": "succeeded", **counts, "files-deleted": 0, "bytes-deleted": 0}
+        no_access = _no_storage_access(planned.opened)
         try:
-            candidates = await threads.run(self._candidates, metadata, expired)
+            candidates = await threads.run(self._candidates, planned.opened, expired) if no_access is None else set()
             if self.job.dry_run:
-                counts["files-to-delete"] = await threads.run(self._would_delete, planned.loaded, expired, candidates)
-                return {"status": "succeeded", "dry-run": True, **counts}
+                return await self._dry_run(planned, counts, candidates, no_access)
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message, **counts}
         try:
             await self.commit(planned)
         except CommitFailed:
             return None  # the table changed: plan again from what it is now
-        return {"status": "succeeded", **counts, **await self._delete(candidates - metadata_files(planned.loaded))}
+        deleted = await self._delete(candidates - metadata_files(planned.opened.load), no_access)
+        return {"status": "succeeded", **counts, **deleted}
 
-    async def _delete(self, candidates: set[str]) -> dict[str, Any]:
+    async def _dry_run(
+        self, planned: Planned, counts: dict[str, Any], candidates: set[str], no_access: str | None
+    ) -> dict[str, Any]:
+        """What a run would delete, changing nothing."""
+        if no_access is None:
+            expired = set(planned.plan.snapshot_ids)
+            counts["files-to-delete"] = await self.job.threads.run(
+                self._would_delete, planned.opened, expired, candidates
+            )
+        else:
+            counts["note"] = f"no files would be deleted: {no_access}"
+        return {"status": "succeeded", "dry-run": True, **counts}
+
+    async def _delete(self, candidates: set[str], no_access: str | None = None) -> dict[str, Any]:
         """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit) and
-        that are none of its metadata files."""
-        loaded = await self.job.catalog.tables.load(self.job.ident)
-        current = loaded.metadata
+        that are none of its metadata files (none when the proxy has no storage access: ``no_access`` says why)."""
+        if no_access is not None:
+            return {"files-deleted": 0, "bytes-deleted": 0, "note": no_access}
+        opened = await self.job.open()
+        current = opened.load.metadata
         if _gc_disabled(current):
             return {"files-deleted": 0, "bytes-deleted": 0, "note": "gc.enabled became false: nothing deleted"}
         threads = self.job.threads
         try:
-            kept = await threads.run(self._kept, current)
+            kept = await threads.run(self._kept, opened, current)
         except (Incomplete, TooManyFiles) as exc:
             return {"files-deleted": 0, "bytes-deleted": 0, "note": f"nothing deleted: {exc.message}"}
-        deleter = _Deleter(self.job, current)
-        await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(loaded)))
+        deleter = _Deleter(self.job, opened, current)
+        await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(opened.load)), self.sizes)
         return deleter.counts()
 
 
@@ -342,38 +459,45 @@ class RemoveOrphanFiles:
         self.job = job
 
     async def run(self) -> dict[str, Any]:
-        if (refused := _refused(self.job)) is not None:
+        if (refused := await _refused(self.job)) is not None:
             return skipped(refused)
-        job, tables = self.job, self.job.catalog.tables
-        loaded = await tables.load(job.ident)
-        metadata = loaded.metadata
-        if (reason := await self._refused(metadata)) is not None:
+        job = self.job
+        opened = await job.open()
+        metadata = opened.load.metadata
+        if (reason := await self._refused(opened)) is not None:
             return skipped(reason)
         threads = job.threads
         try:
-            reached = await threads.run(self._reached, loaded)
+            reached = await threads.run(self._reached, opened)
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message}
-        deleter = _Deleter(job, metadata)
-        listed, orphans, truncated = await threads.run(self._orphans, deleter.files, reached)
+        deleter = _Deleter(job, opened, metadata)
+        try:
+            listed, orphans, truncated = await threads.run(self._orphans, opened, deleter.owns, reached)
+        except ObjectStoreError as exc:
+            return {"status": "failed", "error": f"Cannot list the table's storage: {exc}"}
         counts: dict[str, Any] = {"files-listed": listed, "orphans-found": len(orphans), "listing-truncated": truncated}
         if job.dry_run:
             return {"status": "succeeded", "dry-run": True, **counts}
         # Checked again just before deleting: the table may have been dropped or changed since it was listed.
-        current = await tables.load(job.ident)
-        if current.metadata_location != loaded.metadata_location:
+        current = await job.open()
+        if current.load.location != opened.load.location:
             reached |= await threads.run(self._reached, current)
-        await threads.run(deleter.delete, [path for path in orphans if _key(path) not in reached])
+        await threads.run(deleter.delete, [path for path in orphans if _key(path) not in reached], orphans)
         return {"status": "succeeded", **counts, **deleter.counts()}
 
-    async def _refused(self, metadata: TableMetadata) -> str | None:
+    async def _refused(self, opened: OpenedTable) -> str | None:
         """Why this table's orphans cannot be removed safely now (None: they can)."""
+        metadata = opened.load.metadata
         if (reason := _not_alone(self.job, metadata)) is not None:
             return reason
+        if (reason := _no_storage_access(opened)) is not None:
+            return reason
         roots = table_paths(metadata.location, metadata.properties)
-        if any(local_path(root) is None for root in roots):
-            return "listing object storage is not implemented yet (local file systems only)"
-        occupancy = self.job.catalog.tables.storage.occupancy
+        storage = self.job.catalog.tables.storage
+        if (reason := _unlistable(roots, storage.locations)) is not None:
+            return reason
+        occupancy = storage.occupancy
         if occupancy.allows_overlap:
             return "allow_overlapping_locations is set: other tables may keep files in these directories"
         flat = self.job.catalog.codec.to_flat(self.job.ident.namespace)
@@ -383,42 +507,78 @@ class RemoveOrphanFiles:
             return "the table's storage overlaps another table's or view's (one in the trash, say)"
         return None
 
-    def _reached(self, loaded: LoadedTable) -> set[str]:
+    def _reached(self, opened: OpenedTable) -> set[str]:
         """Every file the metadata reaches, each in the spellings a listed file may match."""
-        metadata = loaded.metadata
-        files = TableFiles(metadata, self.job.catalog.tables.storage.locations)
-        reach = Reach(metadata, files, self.job.catalog.tables.files.reader, self.job.limits.max_files)
-        found = reach.kept()
-        found |= {same(loaded.metadata_location or "")} | {same(e.metadata_file) for e in metadata.metadata_log}
+        metadata = opened.load.metadata
+        found = _reach(self.job, opened, metadata).kept()
+        found |= metadata_files(opened.load)
         return {key for path in found for key in _spellings(path)}
 
-    def _orphans(self, files: TableFiles, reached: set[str]) -> tuple[int, list[str], bool]:
-        """(files listed, the old unreached ones as ``file:`` locations, whether the listing stopped early)."""
-        cutoff = time.time() - self.job.limits.orphan_min_age.total_seconds()
-        listed, orphans = 0, list[str]()
-        for path, status in _walk(files.real_roots):
+    def _orphans(
+        self, opened: OpenedTable, owns: Callable[[str], bool], reached: set[str]
+    ) -> tuple[int, dict[str, int], bool]:
+        """(files listed, the old unreached ones with their sizes, whether the listing stopped early)."""
+        cutoff = self.job.limits.clock() - self.job.limits.orphan_min_age.total_seconds()
+        listed, orphans = 0, dict[str, int]()
+        for location, size, modified in self._listing(opened):
             listed += 1
             if listed > self.job.limits.max_files:
                 return listed - 1, orphans, True
-            if _key(path) in reached or status.st_mtime >= cutoff:
+            if _key(location) in reached or modified >= cutoff:
                 continue
-            location = "file://" + quote(path)  # local_path() decodes it back to exactly this path
-            if files.owns(location):
-                orphans.append(location)
+            if owns(location):
+                orphans[location] = size
         return listed, orphans, False
+
+    def _listing(self, opened: OpenedTable) -> Iterator[tuple[str, int, float]]:
+        """``(location, size, modified)`` of every file under the table's roots: local ones as ``file:``
+        locations (``local_path`` decodes them back to exactly the path), S3 objects as listed."""
+        metadata = opened.load.metadata
+        for path, status in _walk(TableFiles(metadata, None).real_roots):
+            yield "file://" + quote(path), status.st_size, status.st_mtime
+        buckets = [root for root in table_paths(metadata.location, metadata.properties) if lists(root)]
+        if not buckets:
+            return
+        store = ObjectStore(dict(opened.storage or {}), self.job.catalog.tables.files.reader.limits.timeout)
+        try:
+            for root in buckets:
+                for found in store.list(root, self.job.limits.max_files + 1):
+                    yield found.location, found.size, found.modified
+        finally:
+            store.close()
+
+
+def _unlistable(roots: Iterable[str], locations: StorageLocations | None) -> str | None:
+    """Why a root cannot be listed (None: each can): local storage only inside the catalog's allowed locations (a
+    remote catalog's table never names this machine's files), object stores only where listing is implemented."""
+    for root in roots:
+        if local_path(root) is not None:
+            if locations is None or not locations.allows(root):
+                return "the table's local storage is outside the catalog's allowed locations: not listed"
+        elif not lists(root):
+            scheme = root.partition(":")[0]
+            return f"listing {scheme[:16]!r} storage is not implemented (local file systems and S3 only)"
+    return None
 
 
 def _key(path: str) -> str:
-    """A listed file's path (or ``file:`` location) as the reached set spells it."""
-    return os.path.normpath(local_path(path) or path)
+    """A listed file's path (or ``file:`` location) as the reached set spells it: a local file's path; an
+    object's ``family://bucket/key`` (``s3a://b/k`` and ``s3://b/k`` are one object)."""
+    local = local_path(path)
+    if local is not None:
+        return os.path.normpath(local)
+    try:
+        parsed = parse_location(path)
+    except InvalidLocation:
+        return path
+    return f"{parsed.family}://{parsed.authority}{parsed.path}"
 
 
 def _spellings(location: str) -> set[str]:
     """A reached location's file-system path, percent-decoded and as written (writers differ on escaping)."""
-    keys = {location}
+    keys = {location, _key(location)}
     local = local_path(location)
     if local is not None:
-        keys.add(os.path.normpath(local))
         raw = location.removeprefix("file://").removeprefix("file:")
         if raw.startswith("/"):
             keys.add(os.path.normpath(raw))

@@ -17,12 +17,14 @@ run it in a worker thread.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from pyiceberg.manifest import ManifestFile, read_manifest_list
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from irc_proxy.errors import CatalogError, Unprocessable
+from irc_proxy.handling.loaded import Owns, Read
 from irc_proxy.handling.storage.locations import InvalidLocation, normalize
 from irc_proxy.handling.storage.purge import read_failure, redact
 from irc_proxy.handling.storage.storage_reads import BoundedReader, TableFiles
@@ -49,8 +51,21 @@ class Reach:
     """Reads one table's manifest lists and manifests within its confinement and ``max_files``."""
 
     def __init__(self, metadata: TableMetadata, files: TableFiles, reader: BoundedReader, max_files: int) -> None:
-        self._metadata, self._files, self._reader, self._max = metadata, files, reader, max_files
+        self._metadata, self._max = metadata, max_files
+        self._owns: Owns = files.owns
+        self._read: Read = partial(reader.read, roots=files.real_roots)
         self.files_read = 0
+        self.sizes: dict[str, int] = {}
+        """The size each reached manifest and data or delete file has by its metadata (by normalised path)."""
+
+    @classmethod
+    def opened(cls, metadata: TableMetadata, read: Read, owns: Owns, max_files: int) -> Reach:
+        """Over a table the catalog opened (``Catalog.open_table``: served here or by a remote catalog)."""
+        reach = cls.__new__(cls)
+        reach._metadata, reach._max, reach._owns, reach._read = metadata, max_files, owns, read
+        reach.files_read = 0
+        reach.sizes = {}
+        return reach
 
     def _count(self, found: set[str]) -> None:
         if len(found) > self._max:
@@ -71,25 +86,30 @@ class Reach:
             return []
 
     def _entries(self, manifest: ManifestFile, strict: bool) -> list[str]:
+        """The paths of the manifest's data and delete files (their sizes noted in ``sizes``)."""
         path = manifest.manifest_path
         data = self._bytes(path, "manifest", strict)
         if data is None:
             return []
         memory = MemoryFileIO(MemoryInputFile(path, data))
         try:
-            return [e.data_file.file_path for e in manifest.fetch_manifest_entry(memory, discard_deleted=False)]
+            entries = manifest.fetch_manifest_entry(memory, discard_deleted=False)
+            found = [(e.data_file.file_path, e.data_file.file_size_in_bytes) for e in entries]
         except Exception as exc:  # not Avro, not a manifest
             if strict:
                 raise Incomplete(f"Cannot read manifest {redact(path)}: unreadable") from exc
             return []
+        for file_path, size in found:
+            self.sizes[same(file_path)] = size
+        return [file_path for file_path, _size in found]
 
     def _bytes(self, path: str, what: str, strict: bool) -> bytes | None:
-        if not self._files.owns(path):
+        if not self._owns(path):
             if strict:
                 raise Incomplete(f"The {what} {redact(path)} lies outside the table's locations: not read")
             return None
         try:
-            data = self._reader.read(path, what, roots=self._files.real_roots)
+            data = self._read(path, what)
         except CatalogError as exc:
             if strict:
                 raise Incomplete(f"Cannot read {what} {redact(path)}: {read_failure(exc)}") from exc
@@ -108,6 +128,7 @@ class Reach:
                     continue
                 seen_manifests.add(key)
                 found.add(key)
+                self.sizes[key] = manifest.manifest_length
                 found.update(same(path) for path in self._entries(manifest, strict))
                 self._count(found)
         return found
