@@ -323,7 +323,7 @@ class InProcess:
         meanwhile()
         reason = await self.rewrite._commit(planned, io, written)
         if reason is not None:
-            self.rewrite._delete(loaded.metadata, written.paths)
+            await self.rewrite._delete(loaded.metadata, written.paths)
         return reason, written
 
 

@@ -322,7 +322,7 @@ class RewriteDataFiles:
         self.job = job
         tables = job.catalog.tables
         self._tables = tables
-        self._opened: OpenedTable
+        self._opened: OpenedTable | None = None
 
     def _io(self, metadata: TableMetadata) -> FileIO:
         return self._tables.files.reader.file_io(metadata.location)
@@ -333,7 +333,6 @@ class RewriteDataFiles:
     async def run(self) -> dict[str, Any]:
         if not self.job.catalog.supports(Capability.TABLE_COMMITS):
             return skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
-        self._opened = await self.job.catalog.open_table(self.job.context, self.job.ident)  # its storage access
         threads = self.job.threads
         loaded = await self._tables.load(self.job.ident)
         io, files = self._io(loaded.metadata), self._files(loaded.metadata)
@@ -354,10 +353,10 @@ class RewriteDataFiles:
             reason = str(exc)
         except BaseException:
             if not written.in_doubt:
-                await threads.run(self._delete, loaded.metadata, written.paths)
+                await self._delete(loaded.metadata, written.paths)
             raise
         if reason is not None:
-            await threads.run(self._delete, loaded.metadata, written.paths)
+            await self._delete(loaded.metadata, written.paths)
             return skipped(reason)
         return {
             "status": "succeeded",
@@ -382,7 +381,7 @@ class RewriteDataFiles:
             except CommitFailed:  # refused: nothing of this attempt is live
                 manifests = written.paths[before:]
                 del written.paths[before:]
-                await threads.run(self._delete, loaded.metadata, manifests)
+                await self._delete(loaded.metadata, manifests)
             except BaseException:
                 written.in_doubt = True
                 raise
@@ -393,8 +392,11 @@ class RewriteDataFiles:
                 return f"{reason}; nothing rewritten"
         return f"the table changed during each of {COMMIT_ATTEMPTS} commit attempts; nothing rewritten"
 
-    def _delete(self, metadata: TableMetadata, paths: list[str]) -> None:
-        _Deleter(self.job, self._opened, metadata).delete(paths)
+    async def _delete(self, metadata: TableMetadata, paths: list[str]) -> None:
+        """Delete files this job wrote, confined like every maintenance delete (with the table's storage access)."""
+        if self._opened is None:
+            self._opened = await self.job.catalog.open_table(self.job.context, self.job.ident)
+        await self.job.threads.run(_Deleter(self.job, self._opened, metadata).delete, paths)
 
 
 def _counts(planned: Plan) -> dict[str, Any]:
