@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from pyiceberg.table.metadata import TableMetadata
@@ -44,6 +44,8 @@ from pyiceberg.table.update import (
 from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CommitFailed
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.pauses import AFTER_EXPIRY_COMMIT, pause
+from irc_proxy.handling.maintenance.policy import Policy
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
 from irc_proxy.handling.naming import TableIdent
@@ -87,6 +89,23 @@ class Job:
     keeps tables apart is per catalog). A table whose roots overlap one is left alone."""
     protected: tuple[str, ...] = ()
     """The proxy's own files (its data directory, SQLite databases): a table whose roots contain one is left alone."""
+    policy: Policy | None = None
+    """The table's maintenance policy (``policy.resolve``); None: the table's properties and ``limits`` alone."""
+    checkpoint: Checkpoint | None = None
+    """Where a job keeps what a run killed midway must finish (``runs`` keeps it in the run's row)."""
+
+    @property
+    def orphan_min_age(self) -> timedelta:
+        own = None if self.policy is None else self.policy.settings.orphan_min_age
+        return self.limits.orphan_min_age if own is None else own
+
+
+class Checkpoint(Protocol):
+    """A job's notes that outlive its process: saved before a step that cannot be undone, read by the next run."""
+
+    async def load(self) -> dict[str, Any]: ...
+
+    async def save(self, notes: dict[str, Any]) -> None: ...
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -237,7 +256,8 @@ class ExpireSnapshots:
 
     async def plan(self) -> Planned:
         loaded = await self.job.catalog.tables.load(self.job.ident)
-        return Planned(loaded, plan_expiry(loaded.metadata, int(time.time() * 1000)))
+        retention = None if self.job.policy is None else self.job.policy.retention
+        return Planned(loaded, plan_expiry(loaded.metadata, int(time.time() * 1000), retention))
 
     async def commit(self, planned: Planned) -> None:
         """Remove the planned snapshots and refs, only on the metadata file planned from. Raises CommitFailed."""
@@ -284,11 +304,26 @@ class ExpireSnapshots:
     async def run(self) -> dict[str, Any]:
         if (refused := _refused(self.job)) is not None:
             return skipped(refused)
+        resumed = await self._resume()
         for _attempt in range(COMMIT_ATTEMPTS):
             result = await self._attempt(await self.plan())
             if result is not None:
-                return result
-        return skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; nothing expired")
+                return {**result, **resumed}
+        return {**skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; nothing expired"), **resumed}
+
+    async def _resume(self) -> dict[str, Any]:
+        """Finish the deletes of an earlier attempt of this run that was killed after its commit (its checkpoint
+        names the files its expired snapshots reached): those no snapshot of the table reaches now go. Had the
+        commit not landed, the snapshots still reach them all and nothing goes."""
+        checkpoint = self.job.checkpoint
+        if checkpoint is None or self.job.dry_run:
+            return {}
+        pending = (await checkpoint.load()).get("pending")
+        if not pending:
+            return {}
+        counts = await self._delete({str(path) for path in pending})
+        await checkpoint.save({})
+        return {f"resumed-{key}": value for key, value in counts.items() if key != "truncated"}
 
     async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
         """One plan carried out: the job's result, or None when the table changed before the commit."""
@@ -306,11 +341,18 @@ class ExpireSnapshots:
                 return {"status": "succeeded", "dry-run": True, **counts}
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message, **counts}
+        doomed = candidates - metadata_files(planned.loaded)
+        if self.job.checkpoint is not None:  # a process killed between the commit and the deletes: see _resume
+            await self.job.checkpoint.save({"pending": sorted(doomed)})
         try:
             await self.commit(planned)
         except CommitFailed:
             return None  # the table changed: plan again from what it is now
-        return {"status": "succeeded", **counts, **await self._delete(candidates - metadata_files(planned.loaded))}
+        await pause(AFTER_EXPIRY_COMMIT)
+        deleted = await self._delete(doomed)
+        if self.job.checkpoint is not None:
+            await self.job.checkpoint.save({})
+        return {"status": "succeeded", **counts, **deleted}
 
     async def _delete(self, candidates: set[str]) -> dict[str, Any]:
         """Delete the candidates no snapshot of the table as it is *now* reaches (re-read after the commit) and
@@ -389,7 +431,7 @@ class RemoveOrphanFiles:
 
     def _orphans(self, files: TableFiles, reached: set[str]) -> tuple[int, list[str], bool]:
         """(files listed, the old unreached ones as ``file:`` locations, whether the listing stopped early)."""
-        cutoff = time.time() - self.job.limits.orphan_min_age.total_seconds()
+        cutoff = time.time() - self.job.orphan_min_age.total_seconds()
         listed, orphans = 0, list[str]()
         for path, status in _walk(files.real_roots):
             listed += 1

@@ -86,5 +86,5 @@ def test_jobs_and_unsetting_a_duration_from_properties() -> None:
 def test_invalid_catalog_settings_fail_at_load_naming_the_key(tmp_path: Path, bad: str) -> None:
     config = tmp_path / "irc-proxy.toml"
     config.write_text(f'[catalogs.local]\nkind = "local"\n[catalogs.local.maintenance]\n{bad}\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"catalogs\.local\.maintenance\." + bad.split(" ")[0]):
+    with pytest.raises(ConfigError, match=r"catalogs\.local\.maintenance\." + bad.split(" ", maxsplit=1)[0]):
         load_settings(config, environ={})
