@@ -197,8 +197,7 @@ class Maintenance:
         error: str | None = None
         try:
             ident = TableIdent(run.namespace, run.name)
-            loaded = await catalog.tables.load(ident)
-            policy = await self.policy(catalog, ident, loaded.metadata.properties)
+            policy = await self._run_policy(catalog, ident)
             for name in run.jobs:
                 results[name] = await self._job(catalog, ident, name, run, policy)
         except CatalogError as exc:  # the table is gone, the storage is away, ...
@@ -235,6 +234,15 @@ class Maintenance:
         result = skipped("not implemented yet") if runner is None else await runner(job)
         warnings = {"policy-warnings": list(policy.warnings)} if policy.warnings else {}
         return {**result, **warnings, "seconds": round(time.monotonic() - started, 3)}
+
+    async def _run_policy(self, catalog: Catalog, ident: TableIdent) -> Policy:
+        """The table's policy, or the catalog's alone when the proxy cannot read the table (each job then says
+        why it cannot run: the table is gone, its remote catalog commits it, ...)."""
+        try:
+            loaded = await catalog.tables.load(ident)
+            return await self.policy(catalog, ident, loaded.metadata.properties)
+        except CatalogError:
+            return resolve(self.policy_settings(catalog.name), [], {})
 
     async def _renew(self, run_id: str) -> None:
         every = max(self.settings.lease.total_seconds() / 3, 0.05)
