@@ -61,6 +61,10 @@ max_snapshot_age = "PT0S"
 """
 
 
+def policy_url(catalog: str = "local") -> str:
+    return runs_url(catalog).removesuffix("/runs") + "/policy"
+
+
 def rows(start: int) -> pa.Table:
     return pa.table({"id": pa.array([start, start + 1], pa.int64())})
 
@@ -160,6 +164,36 @@ def test_namespace_override_is_inherited_table_override_wins_iceberg_property_wi
         for name, (_, keep) in kept.items():
             wait_for(lambda n=name: [r["status"] for r in runs_of(http, child, n)] == ["succeeded"], what=name)
             assert len(iceberg.load_table((*child, name)).metadata.snapshots) == keep, name
+        shown = http.get(policy_url(), params={"namespace": "\x1f".join(child), "table": "iceberg"})
+        assert shown.status_code == 200, shown.text
+        value = shown.json()["policy"]["min_snapshots_to_keep"]
+        assert value == {"value": 4, "source": "table property history.expire.min-snapshots-to-keep"}
+        inherited = http.get(policy_url(), params={"namespace": "\x1f".join(child), "table": "inherited"}).json()
+        assert inherited["policy"]["min_snapshots_to_keep"] == {"value": 3, "source": f"namespace {ns_name}"}
+        assert inherited["policy"]["snapshots"] == {"value": SNAPSHOTS, "source": "catalog"}
+        assert inherited["scheduled"] is True
+
+
+def test_an_invalid_override_is_refused_at_commit_and_namespace_update(
+    replicas: tuple[ProxyProcess, ProxyProcess, str, Path], ns_name: str
+) -> None:
+    a, _b, _url, _warehouse = replicas
+    with httpx.Client(base_url=a.url, timeout=30) as http:
+        assert http.post("/v1/local/namespaces", json={"namespace": [ns_name]}).status_code == 200
+        bad = {"irc-proxy.maintenance.snapshots": "many"}
+        update = http.post(f"/v1/local/namespaces/{ns_name}/properties", json={"updates": bad, "removals": []})
+        assert update.status_code == 400 and "irc-proxy.maintenance.snapshots" in update.text, update.text
+        schema = {
+            "type": "struct",
+            "schema-id": 0,
+            "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+        }
+        created = http.post(f"/v1/local/namespaces/{ns_name}/tables", json={"name": "t", "schema": schema})
+        assert created.status_code == 200, created.text
+        body = {"requirements": [], "updates": [{"action": "set-properties", "updates": bad}]}
+        commit = http.post(f"/v1/local/namespaces/{ns_name}/tables/t", json=body)
+        assert commit.status_code == 400, commit.text
+        assert commit.json()["error"]["type"] == "BadRequestException"
 
 
 def test_a_replica_killed_between_commit_and_deletes_leaves_the_rest_to_the_other(

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from irc_proxy.errors import BadRequest
 from irc_proxy.handling.maintenance.retention import (
     FOREVER,
     MAX_REF_AGE_MS,
@@ -118,6 +119,17 @@ def resolve(
         sources["gc_enabled"] = f"table property {GC_ENABLED}"
     settings = CatalogMaintenanceSettings.model_validate(values)
     return Policy(settings, sources, gc_enabled, tuple(warnings))
+
+
+def check_overrides(properties: Mapping[str, str]) -> None:
+    """Refuse (BadRequest) ``irc-proxy.maintenance.*`` properties a resolver would ignore: a client setting one
+    on a table or namespace hears at once what is wrong (other properties are not looked at)."""
+    problems = []
+    for key, raw in sorted(_overrides(properties).items()):
+        if (problem := _override(CatalogMaintenanceSettings().model_dump(), key, raw)) is not None:
+            problems.append(f"{PREFIX}{key} = {raw!r}: {problem}")
+    if problems:
+        raise BadRequest("Invalid maintenance properties: " + "; ".join(problems))
 
 
 def _overrides(properties: Mapping[str, str]) -> dict[str, str]:
