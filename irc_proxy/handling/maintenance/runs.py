@@ -294,5 +294,5 @@ class _RunCheckpoint:
             raise RunTakenOver(f"maintenance run {self._run_id} was taken over by another replica")
 
 
-class RunTakenOver(CatalogError):
+class RunTakenOver(Conflict):
     """This replica's lease on the run ended and another replica holds it now: this one stops."""
