@@ -156,9 +156,9 @@ ALL_MAINTENANCE_JOBS: tuple[MaintenanceJob, ...] = (
 
 class CatalogMaintenanceSettings(_Strict):
     """Scheduled maintenance of one catalog's tables (``[catalogs.<name>.maintenance]``) and the policy every run of
-    them follows. A namespace (and its children) or a table overrides a key with the property
-    `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where Iceberg defines the value (see "Table
-    maintenance")."""
+    them follows. A namespace (and its children) or a table overrides any key but `interval` and `sweep_max_tables`
+    with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where Iceberg defines the
+    value (see "Table maintenance")."""
 
     # Policy: scheduling, thresholds and retention (owned by the scheduler; keep together) -----------------------
     enabled: bool = False
