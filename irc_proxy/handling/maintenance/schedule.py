@@ -53,6 +53,8 @@ class Scheduler:
                     await self.sweep(catalog)
                 except CatalogError as exc:  # the state database is away: the next round tries again
                     log.warning("maintenance sweep of %s: %s", catalog.name, exc)
+                except Exception:  # a bug: logged; the schedule of every catalog goes on
+                    log.exception("maintenance sweep of %s failed", catalog.name)
             await asyncio.sleep(self.poll_seconds)
 
     async def sweep(self, catalog: Catalog) -> SweepOutcome | None:
@@ -64,17 +66,26 @@ class Scheduler:
             return None
         evaluated = queued = 0
         for mark in await self.store.marks(catalog.name, own.sweep_max_tables):
-            queued += await self.evaluate(catalog, TableIdent(mark.namespace, mark.name))
+            queued += await self._evaluate_one(catalog, TableIdent(mark.namespace, mark.name))
             evaluated += 1
             await self.store.unmark(catalog.name, mark)
         walked, after = await self._walk(catalog, cursor if cursor[1] else None, own.sweep_max_tables)
         for ident in walked:
-            queued += await self.evaluate(catalog, ident)
+            queued += await self._evaluate_one(catalog, ident)
             evaluated += 1
         await self.store.finish_sweep(catalog.name, holder, after)
         if evaluated:
             log.info("maintenance sweep of %s: %d tables evaluated, %d runs queued", catalog.name, evaluated, queued)
         return SweepOutcome(evaluated, queued)
+
+    async def _evaluate_one(self, catalog: Catalog, ident: TableIdent) -> bool:
+        """``evaluate``, with a table that cannot be read (damaged metadata, its storage away) passed over: one
+        table never holds up the sweep of the others."""
+        try:
+            return await self.evaluate(catalog, ident)
+        except CatalogError as exc:
+            log.warning("maintenance sweep of %s: %s passed over: %s", catalog.name, ident, exc)
+            return False
 
     async def evaluate(self, catalog: Catalog, ident: TableIdent) -> bool:
         """Queue a run of the table if it needs one (see the module); True when one was queued."""
