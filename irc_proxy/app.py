@@ -24,6 +24,7 @@ from irc_proxy.errors import CatalogError
 from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.maintenance.jobs import Limits
 from irc_proxy.handling.maintenance.runs import Maintenance, WorkerSettings
+from irc_proxy.handling.maintenance.schedule import Scheduler
 from irc_proxy.handling.operations.backfill import Backfill
 from irc_proxy.handling.operations.scan_plans import PlanningLimits, ScanPlanning
 from irc_proxy.handling.operations.trash import Trash
@@ -67,6 +68,7 @@ from irc_proxy.stores.locations import LocationStore
 from irc_proxy.stores.locks import CommitLocks
 from irc_proxy.stores.login_failures import LoginFailureStore
 from irc_proxy.stores.maintenance import MaintenanceStore
+from irc_proxy.stores.maintenance_schedule import ScheduleStore
 from irc_proxy.stores.page_keys import shared_page_keys
 from irc_proxy.stores.revocations import RevocationStore
 from irc_proxy.stores.scan_plans import ScanPlanStore
@@ -188,7 +190,16 @@ def build_maintenance(
         Limits(own.max_files_per_run, own.orphan_min_age, own.max_rewrite_bytes, own.rewrite_buffer_mb * 1024**2),
         protected_files(settings),
     )
-    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit)
+    policies = {name: catalog.maintenance for name, catalog in settings.catalogs.items()}
+    schedule = ScheduleStore(state, threads)
+    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit, policies, schedule)
+
+
+def scheduler(maintenance: Maintenance, settings: Settings) -> Scheduler:
+    """The sweeps of the catalogs whose ``[catalogs.<name>.maintenance]`` is enabled (it idles otherwise)."""
+    assert maintenance.schedule is not None
+    own = settings.server.maintenance
+    return Scheduler(maintenance, maintenance.schedule, own.poll_seconds, timedelta(seconds=own.lease_seconds))
 
 
 def protected_files(settings: Settings) -> tuple[str, ...]:
@@ -301,6 +312,7 @@ def create_app(settings: Settings) -> Starlette:
         )
         maintenance = build_maintenance(settings, state, threads, auditor.submit)
         worker = asyncio.create_task(maintenance.run_worker({c.name: c for c in catalogs.all()}))
+        sweeps = asyncio.create_task(scheduler(maintenance, settings).run({c.name: c for c in catalogs.all()}))
         try:
             shared = AppState(
                 settings=settings,
@@ -324,6 +336,7 @@ def create_app(settings: Settings) -> Starlette:
         finally:
             expiry.cancel()
             worker.cancel()
+            sweeps.cancel()
             await scan_planning.close()
             for task in backfills:
                 task.cancel()

@@ -120,7 +120,8 @@ ScanPlanningMode = Literal["off", "offered", "preferred"]
 
 class MaintenanceSettings(_Strict):
     """Table maintenance runs (``[server.maintenance]``): requested through the management API or `irc-proxy maintenance
-    run`, run by a worker in every replica (see "Table maintenance"). Scheduled maintenance is not offered yet."""
+    run` or queued by a catalog's schedule (`[catalogs.<name>.maintenance]`), run by a worker in every replica (see
+    "Table maintenance")."""
 
     max_concurrent_runs: Annotated[int, Field(ge=0, le=64)] = 2
     """Runs one replica works on at once (one run per table across all replicas); `0`: this replica runs none (others
@@ -147,6 +148,93 @@ class MaintenanceSettings(_Strict):
         if value < timedelta(hours=1):
             raise ValueError("must be at least PT1H: younger files may belong to a commit in flight")
         return value
+
+
+MaintenanceJob = Literal["expire-snapshots", "remove-orphan-files", "rewrite-manifests", "rewrite-data-files"]
+ALL_MAINTENANCE_JOBS: tuple[MaintenanceJob, ...] = (
+    "expire-snapshots",
+    "remove-orphan-files",
+    "rewrite-manifests",
+    "rewrite-data-files",
+)
+
+
+class CatalogMaintenanceSettings(_Strict):
+    """Scheduled maintenance of one catalog's tables (``[catalogs.<name>.maintenance]``) and the policy every run of
+    them follows. A namespace (and its children) or a table overrides any key but `interval` and `sweep_max_tables`
+    with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where Iceberg defines the
+    value (see "Table maintenance")."""
+
+    # Policy: scheduling, thresholds and retention (owned by the scheduler; keep together) -----------------------
+    enabled: bool = False
+    """Scheduled maintenance: `true` lets the sweep queue runs of this catalog's tables that need attention. Runs
+    requested through the API or the command line work either way."""
+    interval: timedelta = timedelta(hours=1)
+    """How often one replica sweeps the catalog (ISO-8601 duration): it evaluates the tables commits marked and walks
+    on through every table (`sweep_max_tables` at a time) for writers that bypass the proxy."""
+    jobs: list[MaintenanceJob] = Field(default_factory=lambda: list(ALL_MAINTENANCE_JOBS))
+    """The jobs a scheduled run does, in this order."""
+    min_run_interval: timedelta = timedelta(hours=6)
+    """A scheduled run of a table is queued at most once in this time (ISO-8601 duration), even if it still needs
+    attention afterwards (a threshold that no job can bring down, say)."""
+    sweep_max_tables: Annotated[int, Field(ge=1, le=1_000_000)] = 1000
+    """Tables one sweep walks (besides the marked ones); the next sweep goes on where it stopped."""
+    small_files: Annotated[int, Field(ge=1)] = 100
+    """Needs attention at this many small data files, estimated from the current snapshot's summary: data files
+    beyond the count bin-packing `total-files-size` into `target_file_size_bytes` gives, when the average file is
+    small."""
+    small_file_ratio: Annotated[float, Field(gt=0, le=1)] = 0.75
+    """A data file is small below this fraction of `target_file_size_bytes` (compared with the average file size)."""
+    delete_files: Annotated[int, Field(ge=1)] = 50
+    """Needs attention at this many delete files (`total-delete-files`)."""
+    snapshots: Annotated[int, Field(ge=1)] = 100
+    """Needs attention at this many snapshots."""
+    oldest_snapshot_age: timedelta = timedelta(days=7)
+    """Needs attention when its oldest snapshot is older than this (ISO-8601 duration) and the retention would expire
+    it."""
+    max_snapshot_age: timedelta = timedelta(days=5)
+    """Retention: a branch keeps ancestors younger than this (Iceberg's `history.expire.max-snapshot-age-ms` wins)."""
+    min_snapshots_to_keep: Annotated[int, Field(ge=1)] = 1
+    """Retention: a branch keeps at least this many ancestors (Iceberg's `history.expire.min-snapshots-to-keep` wins).
+    """
+    max_ref_age: timedelta | None = None
+    """Retention: a ref (never `main`) whose head is older goes; unset: refs are kept forever (Iceberg's
+    `history.expire.max-ref-age-ms` wins)."""
+    orphan_min_age: timedelta | None = None
+    """`remove-orphan-files` deletes only files older than this (at least `PT1H`); unset:
+    `server.maintenance.orphan_min_age`."""
+    target_file_size_bytes: Annotated[int, Field(ge=1 << 10)] = 512 << 20
+    """Compaction's target data file size (Iceberg's `write.target-file-size-bytes` wins)."""
+    manifest_target_size_bytes: Annotated[int, Field(ge=1 << 10)] = 8 << 20
+    """`rewrite-manifests`' target manifest size (Iceberg's `commit.manifest.target-size-bytes` wins)."""
+
+    @field_validator("interval", "min_run_interval")
+    @classmethod
+    def _at_least_a_second(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=1):
+            raise ValueError("must be at least PT1S")
+        return value
+
+    @field_validator("oldest_snapshot_age", "max_snapshot_age", "max_ref_age")
+    @classmethod
+    def _not_negative(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(0):
+            raise ValueError("must not be negative")
+        return value
+
+    @field_validator("orphan_min_age")
+    @classmethod
+    def _orphans_at_least_an_hour(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(hours=1):
+            raise ValueError("must be at least PT1H: younger files may belong to a commit in flight")
+        return value
+
+    @field_validator("jobs")
+    @classmethod
+    def _some_jobs(cls, value: list[MaintenanceJob]) -> list[MaintenanceJob]:
+        if not value:
+            raise ValueError("name at least one job")
+        return list(dict.fromkeys(value))
 
 
 class ServerSettings(_Strict):
@@ -393,6 +481,8 @@ class LocalCatalogSettings(_Strict):
     allow_overlapping_locations: bool = False
     """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
+    maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
+    """Scheduled maintenance and the maintenance policy of this catalog's tables."""
 
 
 class AwsCredentialSettings(_Strict):
@@ -466,6 +556,8 @@ class GlueCatalogSettings(AwsCredentialSettings):
     allow_overlapping_locations: bool = False
     """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
+    maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
+    """Scheduled maintenance and the maintenance policy of this catalog's tables."""
 
     @model_validator(mode="after")
     def _required(self) -> GlueCatalogSettings:
@@ -548,6 +640,8 @@ class RestCatalogSettings(_Strict):
     view_warehouse: str = ""
     """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
     auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
+    maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
+    """Scheduled maintenance and the maintenance policy of this catalog's tables."""
 
     @property
     def allowed_locations(self) -> list[str]:

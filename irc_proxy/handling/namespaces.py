@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 from irc_proxy.backends.base import Backend, Properties
 from irc_proxy.errors import AlreadyExists, NamespaceNotEmpty, NoSuchNamespace, Unprocessable
+from irc_proxy.handling.maintenance.policy import check_overrides
 from irc_proxy.handling.naming import Namespace, NamespaceCodec, display, validate_new_namespace
 from irc_proxy.handling.paging import Fetch, Page, PageRequest, collect
 from irc_proxy.handling.views_index import ViewIndex
@@ -110,7 +111,9 @@ class Namespaces:
         return dict(properties)
 
     def _confined(self, properties: Mapping[str, str]) -> dict[str, str]:
-        """Properties with a ``location`` normalised, refused outside the allowed locations."""
+        """Properties with a ``location`` normalised, refused outside the allowed locations; maintenance overrides
+        (``irc-proxy.maintenance.*``) refused when invalid."""
+        check_overrides(properties)
         confined = dict(properties)
         if self._confine is not None and "location" in confined:
             confined["location"] = self._confine(confined["location"], "Namespace location")

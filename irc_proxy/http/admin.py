@@ -373,6 +373,18 @@ async def list_maintenance_runs(request: Request) -> Response:
     return json_response(body)
 
 
+async def get_maintenance_policy(request: Request) -> Response:
+    """``?namespace=a%1Fb&table=t``: the table's effective maintenance policy and where each value came from."""
+    checks, maintenance, catalog = _maintenance(request)
+    raw_namespace, name = request.query_params.get("namespace"), request.query_params.get("table")
+    if not raw_namespace or not name:
+        raise BadRequest("Invalid query: name the table with namespace and table")
+    namespace = tuple(raw_namespace.split("\x1f"))
+    validate_namespace(list(namespace))
+    policy = await maintenance_ops.table_policy(checks, maintenance, catalog, TableIdent(namespace, name))
+    return json_response(policy)
+
+
 ADMIN_ROUTES += [  # not for admins only: maintenance_ops holds callers to table.write on the run's table
     _route(
         "/catalogs/{catalog}/maintenance/runs",
@@ -381,4 +393,5 @@ ADMIN_ROUTES += [  # not for admins only: maintenance_ops holds callers to table
         post=("requestMaintenanceRun", request_maintenance_run),
     ),
     _route("/catalogs/{catalog}/maintenance/runs/{run}", _audited, get=("getMaintenanceRun", get_maintenance_run)),
+    _route("/catalogs/{catalog}/maintenance/policy", _audited, get=("getMaintenancePolicy", get_maintenance_policy)),
 ]

@@ -96,6 +96,7 @@ async def commit_table(request: Request) -> Response:
         catalog, ident, body, parsing.commit_limits(request), parsing.offload(request)
     )
     assert loaded.metadata_location is not None
+    await app_state(request).maintenance.mark(catalog.name, [ident])  # one upsert, only for a scheduled catalog
     body_bytes = await responses.commit_table_body(request, loaded)
     return Response(body_bytes, media_type="application/json", headers={"ETag": etag(loaded.metadata_location, "all")})
 
@@ -103,7 +104,10 @@ async def commit_table(request: Request) -> Response:
 async def commit_transaction(request: Request) -> Response:
     catalog, context = parsing.catalog(request), parsing.context(request)
     body = await parsing.body_model(request, CommitTransactionRequest)
-    await table_ops.commit_transaction(context, catalog, body, parsing.commit_limits(request), parsing.offload(request))
+    changed = await table_ops.commit_transaction(
+        context, catalog, body, parsing.commit_limits(request), parsing.offload(request)
+    )
+    await app_state(request).maintenance.mark(catalog.name, changed)
     return no_content()
 
 

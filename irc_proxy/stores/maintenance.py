@@ -190,6 +190,17 @@ class MaintenanceStore:
         )
         return bool(await self._threads.run(self._execute, statement))
 
+    async def checkpoint(self, run_id: str) -> dict[str, Any]:
+        """Each job's notes of the run (``Job.checkpoint``): what an attempt killed midway left to finish."""
+        rows = await self._threads.run(self._checkpoint, run_id)
+        return json.loads(rows) if rows else {}
+
+    async def save_checkpoint(self, run_id: str, holder: str, notes: dict[str, Any]) -> bool:
+        """Store the run's notes while this holder runs it; False when the run was taken over."""
+        where = and_(RUNS.c.id == run_id, RUNS.c.holder == holder, RUNS.c.status == "running")
+        statement = update(RUNS).where(where).values(checkpoint=json.dumps(notes))
+        return bool(await self._threads.run(self._execute, statement))
+
     # Blocking parts ------------------------------------------------------------------------------------------
     def _execute(self, statement: Any) -> int:
         with database_errors("State database"), self._engine.begin() as conn:
@@ -198,6 +209,11 @@ class MaintenanceStore:
     def _select(self, statement: Any) -> list[MaintenanceRun]:
         with database_errors("State database"), self._engine.begin() as conn:
             return [_run(row) for row in conn.execute(statement)]
+
+    def _checkpoint(self, run_id: str) -> str | None:
+        with database_errors("State database"), self._engine.begin() as conn:
+            row = conn.execute(select(RUNS.c.checkpoint).where(RUNS.c.id == run_id)).first()
+        return None if row is None else row.checkpoint
 
     def _claim(self, catalogs: Sequence[str], holder: str, lease: timedelta) -> MaintenanceRun | None:
         now = datetime.now(UTC)

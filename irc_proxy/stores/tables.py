@@ -352,3 +352,31 @@ class MaintenanceRunRow(SQLModel, table=True):
     holder: str | None = Field(default=None, max_length=64)
     lease_key: str | None = Field(default=None, max_length=64)
     lease_expires_at: datetime | None = _moment(default=None)
+    checkpoint: str | None = Field(default=None, sa_type=Text)  # JSON object: job -> what a takeover must finish
+
+
+class MaintenanceMarkRow(SQLModel, table=True):
+    """A table a commit changed, to be evaluated by the next sweep (``irc_proxy.stores.maintenance_schedule``).
+    One row per table (``key``: a digest of catalog, namespace and table), written again by each commit."""
+
+    __tablename__ = "maintenance_mark"
+    __table_args__ = (Index("ix_maintenance_mark_catalog", "catalog", "marked_at"),)
+
+    key: str = Field(primary_key=True, max_length=64)
+    catalog: str = Field(max_length=255)
+    namespace: str = Field(max_length=1024)  # JSON array of levels
+    name: str = Field(max_length=255)
+    marked_at: datetime = _moment()
+
+
+class MaintenanceSweepRow(SQLModel, table=True):
+    """One catalog's sweep: which replica holds it until when, where the walk through its tables goes on, and
+    when it last finished (``irc_proxy.stores.maintenance_schedule``)."""
+
+    __tablename__ = "maintenance_sweep"
+
+    catalog: str = Field(primary_key=True, max_length=255)
+    holder: str | None = Field(default=None, max_length=64)
+    lease_expires_at: datetime | None = _moment(default=None)
+    cursor: str | None = Field(default=None, sa_type=Text)  # JSON: the last table walked
+    swept_at: datetime | None = _moment(default=None)

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from pyiceberg.io import FileIO, load_file_io
@@ -54,6 +54,8 @@ from irc_proxy.errors import CommitFailed
 from irc_proxy.handling.catalog import COMMIT_TABLE, Catalog
 from irc_proxy.handling.loaded import OpenedTable, TableLoad
 from irc_proxy.handling.maintenance.manifests import rewrite_manifests
+from irc_proxy.handling.maintenance.pauses import AFTER_EXPIRY_COMMIT, pause
+from irc_proxy.handling.maintenance.policy import Policy
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
 from irc_proxy.handling.naming import TableIdent
@@ -114,6 +116,15 @@ class Job:
     keeps tables apart is per catalog). A table whose roots overlap one is left alone."""
     protected: tuple[str, ...] = ()
     """The proxy's own files (its data directory, SQLite databases): a table whose roots contain one is left alone."""
+    policy: Policy | None = None
+    """The table's maintenance policy (``policy.resolve``); None: the table's properties and ``limits`` alone."""
+    checkpoint: Checkpoint | None = None
+    """Where a job keeps what a run killed midway must finish (``runs`` keeps it in the run's row)."""
+
+    @property
+    def orphan_min_age(self) -> timedelta:
+        own = None if self.policy is None else self.policy.settings.orphan_min_age
+        return self.limits.orphan_min_age if own is None else own
 
     @property
     def context(self) -> RequestContext:
@@ -123,6 +134,14 @@ class Job:
     async def open(self) -> OpenedTable:
         """The table as the catalog answers it now. Raises NoSuchTable and the remote catalog's errors."""
         return await self.catalog.open_table(self.context, self.ident)
+
+
+class Checkpoint(Protocol):
+    """A job's notes that outlive its process: saved before a step that cannot be undone, read by the next run."""
+
+    async def load(self) -> dict[str, Any]: ...
+
+    async def save(self, notes: dict[str, Any]) -> None: ...
 
 
 def skipped(reason: str) -> dict[str, Any]:
@@ -339,7 +358,8 @@ class ExpireSnapshots:
 
     async def plan(self) -> Planned:
         opened = await self.job.open()
-        return Planned(opened, plan_expiry(opened.load.metadata, int(self.job.limits.clock() * 1000)))
+        retention = None if self.job.policy is None else self.job.policy.retention
+        return Planned(opened, plan_expiry(opened.load.metadata, int(self.job.limits.clock() * 1000), retention))
 
     async def commit(self, planned: Planned) -> None:
         """Remove the planned snapshots and refs, only on the metadata file planned from (served here; a remote
@@ -390,11 +410,26 @@ class ExpireSnapshots:
     async def run(self) -> dict[str, Any]:
         if (refused := await _refused(self.job)) is not None:
             return skipped(refused)
+        resumed = await self._resume()
         for _attempt in range(COMMIT_ATTEMPTS):
             result = await self._attempt(await self.plan())
             if result is not None:
-                return result
-        return skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; nothing expired")
+                return {**result, **resumed}
+        return {**skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; nothing expired"), **resumed}
+
+    async def _resume(self) -> dict[str, Any]:
+        """Finish the deletes of an earlier attempt of this run that was killed after its commit (its checkpoint
+        names the files its expired snapshots reached): those no snapshot of the table reaches now go. Had the
+        commit not landed, the snapshots still reach them all and nothing goes."""
+        checkpoint = self.job.checkpoint
+        if checkpoint is None or self.job.dry_run:
+            return {}
+        pending = (await checkpoint.load()).get("pending")
+        if not pending:
+            return {}
+        counts = await self._delete({str(path) for path in pending})
+        await checkpoint.save({})
+        return {f"resumed-{key}": value for key, value in counts.items() if key != "truncated"}
 
     async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
         """One plan carried out: the job's result, or None when the table changed before the commit."""
@@ -412,11 +447,17 @@ class ExpireSnapshots:
                 return await self._dry_run(planned, counts, candidates, no_access)
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message, **counts}
+        doomed = candidates - metadata_files(planned.opened.load)
+        if self.job.checkpoint is not None and doomed:  # a process killed between the commit and the deletes
+            await self.job.checkpoint.save({"pending": sorted(doomed)})  # (see _resume)
         try:
             await self.commit(planned)
         except CommitFailed:
             return None  # the table changed: plan again from what it is now
-        deleted = await self._delete(candidates - metadata_files(planned.opened.load), no_access)
+        await pause(AFTER_EXPIRY_COMMIT)
+        deleted = await self._delete(doomed, no_access)
+        if self.job.checkpoint is not None and doomed:
+            await self.job.checkpoint.save({})
         return {"status": "succeeded", **counts, **deleted}
 
     async def _dry_run(
@@ -518,7 +559,7 @@ class RemoveOrphanFiles:
         self, opened: OpenedTable, owns: Callable[[str], bool], reached: set[str]
     ) -> tuple[int, dict[str, int], bool]:
         """(files listed, the old unreached ones with their sizes, whether the listing stopped early)."""
-        cutoff = self.job.limits.clock() - self.job.limits.orphan_min_age.total_seconds()
+        cutoff = self.job.limits.clock() - self.job.orphan_min_age.total_seconds()
         listed, orphans = 0, dict[str, int]()
         for location, size, modified in self._listing(opened):
             listed += 1

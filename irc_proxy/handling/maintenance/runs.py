@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -30,8 +30,11 @@ from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance import metering
 from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
+from irc_proxy.handling.maintenance.policy import Policy, namespace_layers, resolve
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.settings import CatalogMaintenanceSettings
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
+from irc_proxy.stores.maintenance_schedule import ScheduleStore
 from irc_proxy.threads import ThreadRunner
 
 __all__ = ["JOBS", "Maintenance", "MaintenanceRun", "NoSuchMaintenanceRun", "WorkerSettings"]
@@ -85,8 +88,14 @@ class Maintenance:
         threads: ThreadRunner,
         settings: WorkerSettings,
         audit: Callable[[AuditRecord], None] | None = None,
+        policies: Mapping[str, CatalogMaintenanceSettings] | None = None,
+        schedule: ScheduleStore | None = None,
     ) -> None:
         self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
+        self.policies = dict(policies or {})
+        """Each catalog's ``[catalogs.<name>.maintenance]`` (a catalog not named: the defaults)."""
+        self.schedule = schedule
+        """Marks and sweeps (None: nothing is scheduled, commits mark nothing)."""
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
         self._allowed: dict[str, tuple[str, ...]] = {}
@@ -120,6 +129,29 @@ class Maintenance:
         self, catalog: Catalog, namespace: Sequence[str] | None, name: str | None, offset: int, limit: int
     ) -> list[MaintenanceRun]:
         return await self.store.page(catalog.name, namespace, name, offset, limit)
+
+    def scheduled(self, catalog: str) -> bool:
+        """Whether the catalog's tables are maintained on a schedule (``enabled``)."""
+        return self.schedule is not None and self.policy_settings(catalog).enabled
+
+    def policy_settings(self, catalog: str) -> CatalogMaintenanceSettings:
+        return self.policies.get(catalog) or CatalogMaintenanceSettings()
+
+    async def mark(self, catalog: str, idents: Sequence[TableIdent]) -> None:
+        """Mark tables a commit changed for the next sweep of a scheduled catalog (one cheap write per table; a
+        failure is logged, never the commit's: the sweep's walk finds the table anyway)."""
+        if self.schedule is None or not self.scheduled(catalog):
+            return
+        try:
+            for ident in idents:
+                await self.schedule.mark(catalog, ident.namespace, ident.name)
+        except CatalogError as exc:
+            log.warning("maintenance: could not mark %s for evaluation: %s", catalog, exc)
+
+    async def policy(self, catalog: Catalog, ident: TableIdent, properties: Mapping[str, str]) -> Policy:
+        """The table's effective policy (``policy.resolve``): its namespaces' properties are read here."""
+        layers = await namespace_layers(catalog.namespaces.load, ident.namespace)
+        return resolve(self.policy_settings(catalog.name), layers, properties)
 
     # The worker --------------------------------------------------------------------------------------------
     async def run_worker(self, catalogs: dict[str, Catalog]) -> None:
@@ -179,8 +211,9 @@ class Maintenance:
         error: str | None = None
         try:
             ident = TableIdent(run.namespace, run.name)
+            policy = await self._run_policy(catalog, ident)
             for name in run.jobs:
-                results[name] = await self._job(catalog, ident, name, run.dry_run)
+                results[name] = await self._job(catalog, ident, name, run, policy)
         except CatalogError as exc:  # the table is gone, the storage is away, ...
             error = exc.message
         except Exception as exc:  # a bug: recorded, the worker goes on
@@ -198,13 +231,36 @@ class Maintenance:
             return
         self._record(run, status, results, error, begun)
 
-    async def _job(self, catalog: Catalog, ident: TableIdent, name: str, dry_run: bool) -> dict[str, Any]:
-        foreign = tuple(loc for name, allowed in self._allowed.items() if name != catalog.name for loc in allowed)
-        job = Job(catalog, ident, dry_run, self.settings.limits, self._threads, foreign, self.settings.protected)
+    async def _job(
+        self, catalog: Catalog, ident: TableIdent, name: str, run: MaintenanceRun, policy: Policy
+    ) -> dict[str, Any]:
+        foreign = tuple(loc for other, allowed in self._allowed.items() if other != catalog.name for loc in allowed)
+        checkpoint = _RunCheckpoint(self.store, run.id, self.holder, name)
+        job = Job(
+            catalog,
+            ident,
+            run.dry_run,
+            self.settings.limits,
+            self._threads,
+            foreign,
+            self.settings.protected,
+            policy,
+            checkpoint,
+        )
         started = time.monotonic()
         runner = RUNNERS.get(name)
         result = skipped("not implemented yet") if runner is None else await runner(job)
-        return {**result, "seconds": round(time.monotonic() - started, 3)}
+        warnings = {"policy-warnings": list(policy.warnings)} if policy.warnings else {}
+        return {**result, **warnings, "seconds": round(time.monotonic() - started, 3)}
+
+    async def _run_policy(self, catalog: Catalog, ident: TableIdent) -> Policy:
+        """The table's policy, or the catalog's alone when the proxy cannot read the table (each job then says
+        why it cannot run: the table is gone, its remote catalog commits it, ...)."""
+        try:
+            loaded = await catalog.tables.load(ident)
+            return await self.policy(catalog, ident, loaded.metadata.properties)
+        except CatalogError:
+            return resolve(self.policy_settings(catalog.name), [], {})
 
     async def _renew(self, run_id: str) -> None:
         every = max(self.settings.lease.total_seconds() / 3, 0.05)
@@ -250,3 +306,24 @@ class Maintenance:
                 reason=f"{requested}: {status}; {summary}" + (f"; {error}" if error else ""),
             )
         )
+
+
+class _RunCheckpoint:
+    """One job's notes in its run's row (``Job.checkpoint``): a replica that takes the run over reads them."""
+
+    def __init__(self, store: MaintenanceStore, run_id: str, holder: str, job: str) -> None:
+        self._store, self._run_id, self._holder, self._job = store, run_id, holder, job
+
+    async def load(self) -> dict[str, Any]:
+        notes = (await self._store.checkpoint(self._run_id)).get(self._job)
+        return notes if isinstance(notes, dict) else {}
+
+    async def save(self, notes: dict[str, Any]) -> None:
+        every = await self._store.checkpoint(self._run_id)
+        every[self._job] = notes
+        if not await self._store.save_checkpoint(self._run_id, self._holder, every):
+            raise RunTakenOver(f"maintenance run {self._run_id} was taken over by another replica")
+
+
+class RunTakenOver(Conflict):
+    """This replica's lease on the run ended and another replica holds it now: this one stops."""

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from pyiceberg.table.update import SetPropertiesUpdate
+
 from irc_proxy.errors import BadRequest
+from irc_proxy.handling.maintenance.policy import check_overrides
 from irc_proxy.handling.naming import TableIdent, validate_namespace
 from irc_proxy.handling.tables import commits
 from irc_proxy.handling.tables.tables import TableChange
@@ -76,7 +79,11 @@ def _check_identifier(ident: TableIdent, body: ChangeBody) -> None:
 
 
 def _change(ident: TableIdent, body: ChangeBody) -> TableChange:
-    return TableChange(ident, commits.parse_requirements(body.requirements), commits.parse_updates(body.updates))
+    updates = commits.parse_updates(body.updates)
+    for update in updates:
+        if isinstance(update, SetPropertiesUpdate):
+            check_overrides(update.updates)
+    return TableChange(ident, commits.parse_requirements(body.requirements), updates)
 
 
 def table_change(ident: TableIdent, body: ChangeBody, limits: Limits) -> TableChange:

@@ -7,9 +7,12 @@ table shows only the runs of tables the caller may write; a caller with no grant
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from typing import Any
 
 from irc_proxy.handling.catalog import Catalog
+from irc_proxy.handling.maintenance.attention import reasons, small_files
 from irc_proxy.handling.maintenance.runs import Maintenance, MaintenanceRun
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.security.access import Access
@@ -64,3 +67,18 @@ async def list_runs(
     if not held.admin:
         page = [run for run in page if held.check(Privilege.TABLE_WRITE, access.table(_table(run))).allowed]
     return page, (offset + limit if len(found) > limit else None)
+
+
+async def table_policy(access: Access, maintenance: Maintenance, catalog: Catalog, ident: TableIdent) -> dict[str, Any]:
+    """The table's effective policy, each value with where it came from, and whether it needs attention now."""
+    access.context.audit.object = str(ident)
+    await access.require(Privilege.TABLE_WRITE, access.table(ident))
+    loaded = await catalog.tables.load(ident)
+    policy = await maintenance.policy(catalog, ident, loaded.metadata.properties)
+    why = reasons(loaded.metadata, policy, int(time.time() * 1000))
+    return {
+        **policy.to_json(),
+        "scheduled": maintenance.scheduled(catalog.name) and policy.settings.enabled,
+        "estimated-small-files": small_files(loaded.metadata, policy),
+        "needs-attention": why,
+    }

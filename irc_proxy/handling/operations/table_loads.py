@@ -12,6 +12,7 @@ from typing import Any
 
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.federation.serving import planning_defaults
+from irc_proxy.handling.maintenance.policy import check_overrides
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.operations import audit_objects, delegation, trash_ops
 from irc_proxy.handling.operations.delegation import Asked, Granted
@@ -42,6 +43,7 @@ async def create_table(
 ) -> TableResult:
     """Create a table (``create.location``: the requested one, or None for a default)."""
     audit_objects.note(access.context, TableIdent(namespace, create.name))
+    check_overrides(create.properties)  # an invalid irc-proxy.maintenance.* property: 400, nothing created
     # Resolved once: the location vended for is the one created (a taken default gets a unique suffix).
     location = await catalog.tables.resolve_location(namespace, create.name, create.location)
     # Checked and vended before anything is written: a refused location or an STS failure creates nothing.

@@ -54,11 +54,12 @@ async def commit_table(
 
 async def commit_transaction(
     context: RequestContext, catalog: Catalog, body: TransactionBody, limits: Limits, offload: Offload
-) -> None:
-    """Apply every table change of a commitTransaction body, or none."""
+) -> list[TableIdent]:
+    """Apply every table change of a commitTransaction body, or none; returns the tables it changed."""
     changes = await offload(partial(table_changes, body, limits))
     audit_objects.note(context, *(change.ident for change in changes))
     await catalog.tables.commit_transaction(changes)
+    return [change.ident for change in changes]
 
 
 async def drop_table(

@@ -178,7 +178,7 @@ def test_alembic_sees_every_table_from_its_environment_alone() -> None:
     script = "import irc_proxy.stores.tables, sqlmodel; print(' '.join(sorted(sqlmodel.SQLModel.metadata.tables)))"
     seen = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert seen.stdout.split() == sorted(SQLModel.metadata.tables)
-    assert len(SQLModel.metadata.tables) == 20
+    assert len(SQLModel.metadata.tables) == 22
 
 
 def test_local_catalog_tables_match_pyiceberg(migrated: sa.Engine) -> None:
