@@ -144,6 +144,55 @@ class MaintenanceSettings(_Strict):
         return value
 
 
+MaintenanceExecutor = Literal["local", "spark"]
+SparkJob = Literal["rewrite-data-files", "rewrite-manifests", "expire-snapshots"]
+
+
+class CatalogMaintenanceSettings(_Strict):
+    """Table maintenance of one catalog (``[catalogs.<name>.maintenance]``): where its jobs run (see "Executors")."""
+
+    executor: MaintenanceExecutor = "local"
+    """`local`: the proxy's own worker runs every job; `spark`: the jobs in `spark_jobs` run as Iceberg's Spark
+    procedures in a child process whose Spark catalog is this proxy (the others stay local)."""
+    spark_jobs: list[SparkJob] = Field(
+        default_factory=lambda: list[SparkJob](["rewrite-data-files", "rewrite-manifests"])
+    )
+    """`spark`: the jobs Spark runs. `expire-snapshots` is opt-in: Spark then deletes the expired files with its own
+    storage access, outside the proxy's confinement. `remove-orphan-files` always runs locally."""
+    spark_master: str = "local[2]"
+    """`spark`: the Spark master (`local[N]`, `yarn`, `k8s://https://...`, `spark://host:7077`); the driver runs in the
+    child process (client deploy mode), executors where the master puts them."""
+    spark_submit: str = ""
+    """`spark`: path of `spark-submit` to launch the driver with (a cluster's Spark installation); empty: the driver is
+    started with this Python's `pyspark`."""
+    spark_connect_url: str = ""
+    """`spark`: a Spark Connect server (`sc://host:15002`) to run the procedures on instead of a driver of our own;
+    its Spark needs the Iceberg runtime and extensions already."""
+    spark_jars: list[str] = Field(default_factory=list)
+    """`spark`: jars for `spark.jars`: the Iceberg Spark runtime and what it needs (paths or URLs)."""
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+    """`spark`: extra Spark configuration (`spark.executor.memory`, `spark.kubernetes.*`, ...)."""
+    spark_rewrite_options: dict[str, str] = Field(default_factory=dict)
+    """`spark`: options of `rewrite_data_files`, by Iceberg's names (`rewrite-all`, `min-input-files` (default 5),
+    `target-file-size-bytes` (default: the table's `write.target-file-size-bytes`), `partial-progress.enabled`, ...);
+    `remove-dangling-deletes` is `true` unless set here."""
+    spark_catalog_uri: str = ""
+    """`spark`: the URI Spark reaches this proxy at (its REST catalog); empty: `http://<server.host>:<server.port>`
+    (`127.0.0.1` when the host is a wildcard). Set it to the load balancer's URL when executors run elsewhere."""
+    spark_timeout: timedelta = timedelta(hours=1)
+    """`spark`: a Spark run of one table is killed after this (ISO-8601 duration); its credential expires then too."""
+    spark_python: str = ""
+    """`spark`: the Python that runs the driver (`python -m irc_proxy.maintenance_spark`); empty: this process's."""
+
+
+def base_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses: a wildcard address becomes loopback, IPv6 gets brackets."""
+    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(host, host)  # noqa: S104
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
+
+
 class ServerSettings(_Strict):
     """The HTTP server."""
 
@@ -385,6 +434,7 @@ class LocalCatalogSettings(_Strict):
     allow_overlapping_locations: bool = False
     """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
+    maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
 
 
 class AwsCredentialSettings(_Strict):
@@ -458,6 +508,7 @@ class GlueCatalogSettings(AwsCredentialSettings):
     allow_overlapping_locations: bool = False
     """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
     vending: VendingSettings | None = None
+    maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
 
     @model_validator(mode="after")
     def _required(self) -> GlueCatalogSettings:
@@ -540,6 +591,7 @@ class RestCatalogSettings(_Strict):
     view_warehouse: str = ""
     """Where view metadata files go when the upstream has no views (default ``<data_dir>/warehouse/<name>``)."""
     auth: RestUpstreamAuthSettings = RestUpstreamAuthSettings()
+    maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
 
     @property
     def allowed_locations(self) -> list[str]:

@@ -66,17 +66,30 @@ SECTIONS = (
         s.LocalCatalogSettings,
         "IRC_PROXY_CATALOGS__<NAME>__",
         "With no catalog configured at all, one local catalog named `local` is served.",
-        skip=("vending",),
+        skip=("vending", "maintenance"),
     ),
     Section(
-        '[catalogs.<name>] kind = "glue"', s.GlueCatalogSettings, "IRC_PROXY_CATALOGS__<NAME>__", skip=("vending",)
+        '[catalogs.<name>] kind = "glue"',
+        s.GlueCatalogSettings,
+        "IRC_PROXY_CATALOGS__<NAME>__",
+        skip=("vending", "maintenance"),
     ),
-    Section('[catalogs.<name>] kind = "rest"', s.RestCatalogSettings, "IRC_PROXY_CATALOGS__<NAME>__", skip=("auth",)),
+    Section(
+        '[catalogs.<name>] kind = "rest"',
+        s.RestCatalogSettings,
+        "IRC_PROXY_CATALOGS__<NAME>__",
+        skip=("auth", "maintenance"),
+    ),
     Section("[catalogs.<name>.auth] (rest catalogs)", s.RestUpstreamAuthSettings, "IRC_PROXY_CATALOGS__<NAME>__AUTH__"),
     Section(
         "[catalogs.<name>.vending] (local and glue catalogs)",
         s.VendingSettings,
         "IRC_PROXY_CATALOGS__<NAME>__VENDING__",
+    ),
+    Section(
+        "[catalogs.<name>.maintenance]",
+        s.CatalogMaintenanceSettings,
+        "IRC_PROXY_CATALOGS__<NAME>__MAINTENANCE__",
     ),
 )
 

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,6 +25,7 @@ from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
+from irc_proxy.handling.maintenance.spark import SparkExecutor
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
 from irc_proxy.threads import ThreadRunner
@@ -72,8 +73,11 @@ class Maintenance:
         threads: ThreadRunner,
         settings: WorkerSettings,
         audit: Callable[[AuditRecord], None] | None = None,
+        spark: Mapping[str, SparkExecutor] | None = None,
     ) -> None:
         self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
+        self._spark = dict(spark or {})
+        """The ``spark`` executor of each catalog that has one (``[catalogs.<name>.maintenance]``)."""
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
         self._allowed: dict[str, tuple[str, ...]] = {}
@@ -165,7 +169,12 @@ class Maintenance:
         error: str | None = None
         try:
             ident = TableIdent(run.namespace, run.name)
+            spark = self._spark.get(catalog.name)
             for name in run.jobs:
+                if spark is not None and spark.runs(name):
+                    if name not in results:  # the run's Spark jobs all at once: one Spark driver per run
+                        results.update(await self._spark_jobs(spark, catalog, run))
+                    continue
                 results[name] = await self._job(catalog, ident, name, run.dry_run)
         except CatalogError as exc:  # the table is gone, the storage is away, ...
             error = exc.message
@@ -187,6 +196,13 @@ class Maintenance:
         runner = RUNNERS.get(name)
         result = skipped("not implemented yet") if runner is None else await runner(job)
         return {**result, "seconds": round(time.monotonic() - started, 3)}
+
+    async def _spark_jobs(self, spark: SparkExecutor, catalog: Catalog, run: MaintenanceRun) -> dict[str, Any]:
+        jobs = [name for name in run.jobs if spark.runs(name)]
+        started = time.monotonic()
+        found = await spark.run(run.id, catalog.name, TableIdent(run.namespace, run.name), jobs, run.dry_run)
+        seconds = round(time.monotonic() - started, 3)
+        return {name: {**found[name], "executor": "spark", "seconds": seconds} for name in jobs}
 
     async def _renew(self, run_id: str) -> None:
         every = max(self.settings.lease.total_seconds() / 3, 0.05)

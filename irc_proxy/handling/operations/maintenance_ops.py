@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from irc_proxy.errors import Forbidden
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.runs import Maintenance, MaintenanceRun
 from irc_proxy.handling.naming import TableIdent
@@ -25,6 +26,9 @@ async def request_run(
 ) -> MaintenanceRun:
     """Queue a run (403 before the table is looked up)."""
     access.context.audit.object = str(ident)
+    if (await access.grants()).fixed:  # a run's own credential does not start more runs
+        access.note("denied", "a maintenance run's credential cannot request runs")
+        raise Forbidden(f"Principal {access.context.principal} is not authorized: a run credential requests no runs")
     await access.require(Privilege.TABLE_WRITE, access.table(ident))
     run = await maintenance.submit(catalog, ident, jobs, dry_run, access.context.principal)
     access.context.audit.reason = "; ".join(
