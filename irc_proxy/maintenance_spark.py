@@ -7,14 +7,23 @@ table, and prints one line ``IRC-PROXY-RESULT <json>`` with each job's counts un
 else Spark prints goes to standard error. It imports nothing of the proxy but the standard library and pyspark,
 so a cluster's ``spark-submit`` can run this file alone.
 
-Request: ``{"uri", "warehouse", "token", "namespace": [...], "name", "jobs": [...], "dry_run", "master",
-"connect_url", "jars": [...], "conf": {...}, "rewrite_options": {...}}``.
+Request: ``{"uri", "warehouse", "token", "namespace": [...], "name", "format_version", "jobs": [...], "master",
+"connect_url", "jars": [...], "conf": {...}, "rewrite_options": {...}}``. It reads no metadata table: Spark
+resolves ``t.files`` by first loading a table ``files`` in a namespace ``t``, which the run credential may not
+read (403, not the 404 Spark falls back on); the proxy counts files and snapshots itself, before and after.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
+
+# Run as a file, this directory comes first on sys.path, where the proxy's own modules (numbers.py, ...) would
+# shadow the standard library's: it goes before anything else is imported.
+if sys.path and os.path.realpath(sys.path[0] or ".") == os.path.dirname(os.path.realpath(__file__)):
+    del sys.path[0]
+
+import json
 from typing import Any
 
 RESULT_MARKER = "IRC-PROXY-RESULT "
@@ -47,6 +56,14 @@ def literal(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def reason(exc: Exception) -> str:
+    """The first line of what went wrong: the Java exception's own message for a Py4J error."""
+    java = getattr(exc, "java_exception", None)
+    text = (str(java) if java is not None else str(exc)).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return f"{type(exc).__name__}: {first[:500]}"
+
+
 def counts(row: Any) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for key, value in row.asDict().items():
@@ -61,64 +78,29 @@ class Driver:
         self.spark, self.request = spark, request
         parts = [*request["namespace"], request["name"]]
         self.table = ".".join(quoted(part) for part in parts)  # the procedures' `table` argument
-        self.full = f"{CATALOG}.{self.table}"
-
-    def scalar(self, statement: str) -> Any:
-        return self.spark.sql(statement).collect()[0][0]
-
-    def count(self, metadata_table: str) -> int:
-        """Rows of one of the table's metadata tables (``snapshots``, ``manifests``)."""
-        return int(self.scalar(f"SELECT count(*) FROM {self.full}.{metadata_table}"))  # noqa: S608 (quoted names)
 
     def call(self, procedure: str, extra: str = "") -> dict[str, Any]:
         rows = self.spark.sql(f"CALL {CATALOG}.system.{procedure}(table => {literal(self.table)}{extra})").collect()
         return counts(rows[0]) if rows else {}
 
-    def files(self) -> dict[str, int]:
-        """Live data and delete files (content 0: data, 1: position deletes/DVs, 2: equality deletes)."""
-        statement = f"SELECT content, count(*) FROM {self.full}.files GROUP BY content"  # noqa: S608 (quoted names)
-        found = {int(r[0]): int(r[1]) for r in self.spark.sql(statement).collect()}
-        return {"data-files": found.get(0, 0), "delete-files": found.get(1, 0) + found.get(2, 0)}
-
-    def rewrite_data_files(self, dry_run: bool) -> dict[str, Any]:
-        before = self.files()
-        if dry_run:
-            return {"status": "succeeded", "dry-run": True, **before}
+    def rewrite_data_files(self) -> dict[str, Any]:
         options = {"remove-dangling-deletes": "true", **self.request.get("rewrite_options", {})}
         pairs = ", ".join(f"{literal(k)}, {literal(str(v))}" for k, v in options.items())
         result = self.call("rewrite_data_files", f", options => map({pairs})")
-        version = int(self.spark.sql(f"SHOW TBLPROPERTIES {self.full} ('format-version')").collect()[0][1])
-        if version == 2 and self.files()["delete-files"]:  # position deletes left on files not rewritten
+        if self.request.get("format_version") == 2:  # position deletes left on files that were not rewritten
             positional = self.call("rewrite_position_delete_files", ", options => map('rewrite-all', 'true')")
             result.update({k: v for k, v in positional.items() if k.startswith("delete-files")})
-        after = self.files()
-        result.setdefault("delete-files-removed", 0)
-        result["delete-files-removed"] = max(
-            result["delete-files-removed"], before["delete-files"] - after["delete-files"]
-        )
-        return {
-            "status": "succeeded",
-            **result,
-            "data-files-before": before["data-files"],
-            "data-files-after": after["data-files"],
-        }
+        return {"status": "succeeded", **result}
 
-    def rewrite_manifests(self, dry_run: bool) -> dict[str, Any]:
-        if dry_run:
-            return {"status": "succeeded", "dry-run": True, "manifests": self.count("manifests")}
+    def rewrite_manifests(self) -> dict[str, Any]:
         return {"status": "succeeded", **self.call("rewrite_manifests")}
 
-    def expire_snapshots(self, dry_run: bool) -> dict[str, Any]:
-        before = self.count("snapshots")
-        if dry_run:
-            return {"status": "succeeded", "dry-run": True, "snapshots": before}
+    def expire_snapshots(self) -> dict[str, Any]:
         deleted = self.call("expire_snapshots")
-        after = self.count("snapshots")
         files = sum(int(v) for k, v in deleted.items() if k.startswith("deleted-"))
-        return {"status": "succeeded", "snapshots-expired": before - after, "files-deleted": files, **deleted}
+        return {"status": "succeeded", "files-deleted": files, **deleted}
 
     def run(self, job: str) -> dict[str, Any]:
-        dry_run = bool(self.request.get("dry_run"))
         try:
             runner = {
                 "rewrite-data-files": self.rewrite_data_files,
@@ -128,10 +110,9 @@ class Driver:
         except KeyError:
             return {"status": "skipped", "reason": f"{job} does not run on Spark"}
         try:
-            return runner(dry_run)
-        except Exception as exc:  # one job failed: say why (Spark's first line), go on with the next
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            return {"status": "failed", "error": f"{type(exc).__name__}: {first[:500]}"}
+            return runner()
+        except Exception as exc:  # one job failed: say why, go on with the next
+            return {"status": "failed", "error": reason(exc)}
 
 
 def session(request: dict[str, Any]) -> Any:
@@ -178,8 +159,7 @@ def main() -> int:
             results[job] = driver.run(job)
         out: dict[str, Any] = {"jobs": results}
     except Exception as exc:  # the session did not start, the table is gone, ...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        out = {"jobs": results, "error": f"{type(exc).__name__}: {first[:500]}"}
+        out = {"jobs": results, "error": reason(exc)}
     finally:
         if spark is not None:
             spark.stop()

@@ -25,7 +25,7 @@ from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
-from irc_proxy.handling.maintenance.spark import SparkExecutor
+from irc_proxy.handling.maintenance.spark import Shape, SparkExecutor
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
 from irc_proxy.threads import ThreadRunner
@@ -198,11 +198,20 @@ class Maintenance:
         return {**result, "seconds": round(time.monotonic() - started, 3)}
 
     async def _spark_jobs(self, spark: SparkExecutor, catalog: Catalog, run: MaintenanceRun) -> dict[str, Any]:
+        """The run's Spark jobs in one Spark driver (a dry run starts none: it reports the table as it is)."""
         jobs = [name for name in run.jobs if spark.runs(name)]
+        ident = TableIdent(run.namespace, run.name)
+        before = Shape.of((await catalog.tables.load(ident)).metadata)
+        if run.dry_run:
+            return {name: before.dry_run(name) for name in jobs}
         started = time.monotonic()
-        found = await spark.run(run.id, catalog.name, TableIdent(run.namespace, run.name), jobs, run.dry_run)
+        found = await spark.run(run.id, catalog.name, ident, jobs, before.format_version)
         seconds = round(time.monotonic() - started, 3)
-        return {name: {**found[name], "executor": "spark", "seconds": seconds} for name in jobs}
+        after = Shape.of((await catalog.tables.load(ident)).metadata)
+        return {
+            name: {**found[name], **before.change(name, after), "executor": "spark", "seconds": seconds}
+            for name in jobs
+        }
 
     async def _renew(self, run_id: str) -> None:
         every = max(self.settings.lease.total_seconds() / 3, 0.05)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyiceberg.table.metadata import TableMetadata
+
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.security.run_tokens import RunCredentials
 
@@ -63,6 +65,48 @@ class SparkSettings:
     timeout_seconds: float = 3600.0
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What the proxy sees of a table before and after a Spark run (the driver reads no metadata table)."""
+
+    data_files: int
+    delete_files: int
+    snapshots: int
+    format_version: int
+
+    @classmethod
+    def of(cls, metadata: TableMetadata) -> Shape:
+        snapshot = metadata.current_snapshot()
+        summary = snapshot.summary if snapshot is not None else None
+        totals = (
+            {} if summary is None else {key: summary.get(key) for key in ("total-data-files", "total-delete-files")}
+        )
+        data, deletes = (int(totals.get(key) or 0) for key in ("total-data-files", "total-delete-files"))
+        return cls(data, deletes, len(metadata.snapshots), metadata.format_version)
+
+    def dry_run(self, job: str) -> dict[str, Any]:
+        """A dry run's answer: the table as it is, nothing started."""
+        counts: dict[str, Any] = {"data-files": self.data_files, "delete-files": self.delete_files}
+        if job == "expire-snapshots":
+            counts = {"snapshots": self.snapshots}
+        elif job == "rewrite-manifests":
+            counts = {}
+        return {"status": "succeeded", "dry-run": True, "executor": "spark", **counts}
+
+    def change(self, job: str, after: Shape) -> dict[str, Any]:
+        """The counts the proxy measured around the run (Spark's own come with the job's result)."""
+        if job == "rewrite-data-files":
+            return {
+                "data-files-before": self.data_files,
+                "data-files-after": after.data_files,
+                "delete-files-before": self.delete_files,
+                "delete-files-after": after.delete_files,
+            }
+        if job == "expire-snapshots":
+            return {"snapshots-expired": max(self.snapshots - after.snapshots, 0)}
+        return {}
+
+
 class SparkExecutor:
     """Runs a run's Spark jobs in one child Spark driver and returns each job's result."""
 
@@ -80,7 +124,7 @@ class SparkExecutor:
             return [own.submit, "--master", own.master, "--deploy-mode", "client", *jars, str(DRIVER)]
         return [own.python or sys.executable, str(DRIVER)]
 
-    def request(self, token: str, ident: TableIdent, jobs: Sequence[str], dry_run: bool) -> dict[str, Any]:
+    def request(self, token: str, ident: TableIdent, jobs: Sequence[str], format_version: int) -> dict[str, Any]:
         own = self.settings
         return {
             "uri": own.uri,
@@ -88,8 +132,8 @@ class SparkExecutor:
             "token": token,
             "namespace": list(ident.namespace),
             "name": ident.name,
+            "format_version": format_version,
             "jobs": list(jobs),
-            "dry_run": dry_run,
             "master": "" if own.submit or own.connect_url else own.master,
             "connect_url": own.connect_url,
             "jars": [] if own.submit else list(own.jars),
@@ -98,12 +142,12 @@ class SparkExecutor:
         }
 
     async def run(
-        self, run_id: str, catalog: str, ident: TableIdent, jobs: Sequence[str], dry_run: bool
+        self, run_id: str, catalog: str, ident: TableIdent, jobs: Sequence[str], format_version: int
     ) -> dict[str, dict[str, Any]]:
         """Each of ``jobs``' result (``failed`` with the reason when the driver failed, timed out or said nothing)."""
         timeout = self.settings.timeout_seconds
         token = self._credentials.mint(run_id, catalog, ident, timeout + CREDENTIAL_SLACK_SECONDS)
-        body = json.dumps(self.request(token, ident, jobs, dry_run)).encode()
+        body = json.dumps(self.request(token, ident, jobs, format_version)).encode()
         env = {k: v for k, v in os.environ.items() if not k.startswith("IRC_PROXY_")}
         env.setdefault("PYSPARK_PYTHON", self.settings.python or sys.executable)
         process = await asyncio.create_subprocess_exec(
