@@ -160,7 +160,13 @@ def test_spark_executor_compacts_a_v2_table_with_position_deletes_and_every_engi
     assert run["results"]["expire-snapshots"]["snapshots-expired"] >= APPENDS
     assert rows(spark, f"SELECT id, v FROM {table} VERSION AS OF 'kept'") == tagged
     # pyiceberg and DuckDB read the same rows
-    catalog = RestCatalog("maint", uri=proxy_with_spark.url, warehouse="local", credential=f"root:{ROOT_SECRET}")
+    catalog = RestCatalog(
+        "maint",
+        uri=proxy_with_spark.url,
+        warehouse="local",
+        credential=f"root:{ROOT_SECRET}",
+        **{"oauth2-server-uri": f"{proxy_with_spark.url}/v1/oauth/tokens"},
+    )
     arrow = catalog.load_table((ns_name, "events")).scan().to_arrow()
     assert checksum(sorted(zip(arrow["id"].to_pylist(), arrow["v"].to_pylist(), strict=True))) == checksum(before)
     location = load(admin, ns_name, "events")["metadata-location"]
