@@ -3,7 +3,8 @@
 Real PySpark writes the tables (many small appends, merge-on-read DELETE and UPDATE), the management API runs
 maintenance, the proxy's worker starts a Spark driver as a child process whose catalog is the proxy (with a run
 credential), and afterwards Spark, pyiceberg and DuckDB read exactly the rows they read before, the files are
-bin-packed, the applied delete files are gone, v3 rows keep their ``_row_id``, and expired snapshots are gone while
+bin-packed, the applied delete files are gone, v3 rows keep their ``_row_id`` and ``_last_updated_sequence_number``,
+and expired snapshots are gone while
 a tag is kept.
 """
 
@@ -179,7 +180,7 @@ def test_spark_executor_compacts_a_v3_table_with_deletion_vectors_and_keeps_row_
     spark.sql(f"CREATE NAMESPACE {writer}.{ns_name}")
     table = f"{writer}.{ns_name}.lineage"
     write_small_files(spark, table, 3, 12)
-    lineage = f"SELECT id, v, _row_id FROM {table}"
+    lineage = f"SELECT id, v, _row_id, _last_updated_sequence_number FROM {table}"
     before = rows(spark, lineage)
     data_before, deletes_before = file_counts(spark, table)
     assert data_before >= 12 and deletes_before >= 1
@@ -189,9 +190,9 @@ def test_spark_executor_compacts_a_v3_table_with_deletion_vectors_and_keeps_row_
     rewrite = run["results"]["rewrite-data-files"]
     assert (rewrite["delete-files-before"], rewrite["delete-files-after"]) == (deletes_before, 0)
     assert file_counts(spark, table) == (1, 0)
-    assert rows(spark, lineage) == before  # every row keeps its _row_id
+    assert rows(spark, lineage) == before  # every row keeps its _row_id and _last_updated_sequence_number
     location = load(admin, ns_name, "lineage")["metadata-location"]
-    assert checksum(duckdb_rows(location, tmp_path)) == checksum([(i, v) for i, v, _ in before])
+    assert checksum(duckdb_rows(location, tmp_path)) == checksum([(i, v) for i, v, _, _ in before])
 
 
 def test_a_caller_without_table_write_is_refused_before_any_run_starts(
