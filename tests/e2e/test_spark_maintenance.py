@@ -4,8 +4,7 @@ Real PySpark writes the tables (many small appends, merge-on-read DELETE and UPD
 maintenance, the proxy's worker starts a Spark driver as a child process whose catalog is the proxy (with a run
 credential), and afterwards Spark, pyiceberg and DuckDB read exactly the rows they read before, the files are
 bin-packed, the applied delete files are gone, v3 rows keep their ``_row_id`` and ``_last_updated_sequence_number``,
-and expired snapshots are gone while
-a tag is kept.
+and expired snapshots are gone while a tag is kept.
 """
 
 from __future__ import annotations
