@@ -215,7 +215,7 @@ def spark_executors(settings: Settings, credentials: RunCredentials) -> dict[str
             connect_url=own.spark_connect_url,
             python=own.spark_python,
             jars=tuple(own.spark_jars),
-            conf=dict(own.spark_conf),
+            conf={key: value.get_secret_value() for key, value in own.spark_conf.items()},
             rewrite_options=dict(own.spark_rewrite_options),
             timeout_seconds=own.spark_timeout.total_seconds(),
         )
