@@ -25,6 +25,7 @@ from irc_proxy.handling.catalog import Catalog, Catalogs
 from irc_proxy.handling.maintenance.jobs import Limits
 from irc_proxy.handling.maintenance.runs import Maintenance, WorkerSettings
 from irc_proxy.handling.maintenance.schedule import Scheduler
+from irc_proxy.handling.maintenance.spark import SparkExecutor, SparkSettings
 from irc_proxy.handling.operations.backfill import Backfill
 from irc_proxy.handling.operations.scan_plans import PlanningLimits, ScanPlanning
 from irc_proxy.handling.operations.trash import Trash
@@ -40,6 +41,7 @@ from irc_proxy.handling.security.authn import (
 )
 from irc_proxy.handling.security.authz import Authorizer
 from irc_proxy.handling.security.oidc import OidcAuthenticator
+from irc_proxy.handling.security.run_tokens import RunCredentials, WithRunCredentials
 from irc_proxy.handling.security.sessions import ClientDirectory, Revocations
 from irc_proxy.handling.security.throttle import HashGate, LoginThrottle
 from irc_proxy.handling.storage.storage_reads import ReadLimits
@@ -58,7 +60,7 @@ from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
 from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache
-from irc_proxy.settings import AuthSettings, LocalCatalogSettings, ServerSettings, Settings
+from irc_proxy.settings import AuthSettings, LocalCatalogSettings, ServerSettings, Settings, base_url
 from irc_proxy.stores.audit_query import AuditReader
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.stores.db import create_state_engine, ensure_schema, ping
@@ -179,10 +181,16 @@ def build_trash(
 
 
 def build_maintenance(
-    settings: Settings, state: Engine, threads: ThreadRunner, audit: Callable[[AuditRecord], None] | None = None
+    settings: Settings,
+    state: Engine,
+    threads: ThreadRunner,
+    audit: Callable[[AuditRecord], None] | None = None,
+    credentials: RunCredentials | None = None,
 ) -> Maintenance:
-    """Table maintenance runs (``[server.maintenance]``): queued in the state database, run by the worker."""
+    """Table maintenance runs (``[server.maintenance]``): queued in the state database, run by the worker, each
+    catalog's Spark jobs by its ``spark`` executor (``[catalogs.<name>.maintenance]``)."""
     own = settings.server.maintenance
+    credentials = credentials or RunCredentials(shared_page_keys(state, new_key))
     worker = WorkerSettings(
         own.max_concurrent_runs,
         own.poll_seconds,
@@ -192,7 +200,8 @@ def build_maintenance(
     )
     policies = {name: catalog.maintenance for name, catalog in settings.catalogs.items()}
     schedule = ScheduleStore(state, threads)
-    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit, policies, schedule)
+    spark = spark_executors(settings, credentials)
+    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit, policies, schedule, spark)
 
 
 def scheduler(maintenance: Maintenance, settings: Settings) -> Scheduler:
@@ -200,6 +209,30 @@ def scheduler(maintenance: Maintenance, settings: Settings) -> Scheduler:
     assert maintenance.schedule is not None
     own = settings.server.maintenance
     return Scheduler(maintenance, maintenance.schedule, own.poll_seconds, timedelta(seconds=own.lease_seconds))
+
+
+def spark_executors(settings: Settings, credentials: RunCredentials) -> dict[str, SparkExecutor]:
+    """The ``spark`` executor of every catalog configured with ``executor = "spark"``."""
+    found: dict[str, SparkExecutor] = {}
+    for name, catalog in settings.catalogs.items():
+        own = catalog.maintenance
+        if own.executor != "spark":
+            continue
+        spark = SparkSettings(
+            uri=own.spark_catalog_uri or base_url(settings.server.host, settings.server.port),
+            warehouse=name,
+            jobs=tuple(own.spark_jobs),
+            master=own.spark_master,
+            submit=own.spark_submit,
+            connect_url=own.spark_connect_url,
+            python=own.spark_python,
+            jars=tuple(own.spark_jars),
+            conf={key: value.get_secret_value() for key, value in own.spark_conf.items()},
+            rewrite_options=dict(own.spark_rewrite_options),
+            timeout_seconds=own.spark_timeout.total_seconds(),
+        )
+        found[name] = SparkExecutor(spark, credentials)
+    return found
 
 
 def protected_files(settings: Settings) -> tuple[str, ...]:
@@ -285,6 +318,8 @@ def create_app(settings: Settings) -> Starlette:
         backfills = start_backfills(catalogs)
         authz_store = AuthzStore(state, threads)
         authenticator, token_service = build_authenticator(settings.auth, state, authz_store, threads)
+        page_keys = shared_page_keys(state, new_key)
+        run_credentials = RunCredentials(page_keys)
         # Sign-outs and used OIDC flows, shared by replicas; with auth.mode = "none" no token means anything.
         revocations = (
             Revocations(RevocationStore(state, threads), token_seconds=settings.auth.token_lifetime_seconds)
@@ -310,7 +345,7 @@ def create_app(settings: Settings) -> Starlette:
         expiry = asyncio.create_task(
             trash.run_expiry({c.name: c for c in catalogs.all()}, settings.server.trash_expiry_interval_seconds)
         )
-        maintenance = build_maintenance(settings, state, threads, auditor.submit)
+        maintenance = build_maintenance(settings, state, threads, auditor.submit, run_credentials)
         worker = asyncio.create_task(maintenance.run_worker({c.name: c for c in catalogs.all()}))
         sweeps = asyncio.create_task(scheduler(maintenance, settings).run({c.name: c for c in catalogs.all()}))
         try:
@@ -318,14 +353,14 @@ def create_app(settings: Settings) -> Starlette:
                 settings=settings,
                 catalogs=catalogs,
                 threads=threads,
-                authenticator=authenticator,
+                authenticator=WithRunCredentials(authenticator, run_credentials),
                 authorizer=authorizer,
                 token_service=token_service,
                 revocations=revocations,
                 auditor=auditor,
                 audit_reader=AuditReader(state, threads),
                 idempotency=idempotency,
-                page_tokens=PageTokens(shared_page_keys(state, new_key)),
+                page_tokens=PageTokens(page_keys),
                 csrf_keys=shared_csrf_keys(state) if settings.server.ui else [],
                 readiness=readiness_checks(threads, state, catalogs),
                 scan_planning=scan_planning,
@@ -343,7 +378,7 @@ def create_app(settings: Settings) -> Starlette:
             await auditor.close()
             if idempotency is not None:
                 await idempotency.close()
-            if isinstance(authenticator, OidcAuthenticator):
+            if isinstance(authenticator, OidcAuthenticator):  # the inner one (the app state's wraps it)
                 await authenticator.close()
             await catalogs.close()
             state.dispose()

@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from irc_proxy import __version__
+from irc_proxy.settings import base_url
 
 if TYPE_CHECKING:
     from irc_proxy.settings import Settings
@@ -18,14 +19,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("irc_proxy")
 CONSOLE_PATH = "/ui"
 """The console's root (``http.console_cookie.UI_PREFIX``, not imported: that module needs Starlette)."""
-
-
-def base_url(host: str, port: int) -> str:
-    """The URL a client on this machine uses: a wildcard address becomes loopback, IPv6 gets brackets."""
-    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(host, host)  # noqa: S104
-    if ":" in shown and not shown.startswith("["):
-        shown = f"[{shown}]"
-    return f"http://{shown}:{port}"
 
 
 def log_addresses(settings: Settings) -> None:

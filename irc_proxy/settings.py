@@ -159,11 +159,16 @@ ALL_MAINTENANCE_JOBS: tuple[MaintenanceJob, ...] = (
 )
 
 
+MaintenanceExecutor = Literal["local", "spark"]
+SparkJob = Literal["rewrite-data-files", "rewrite-manifests", "expire-snapshots"]
+
+
 class CatalogMaintenanceSettings(_Strict):
     """Scheduled maintenance of one catalog's tables (``[catalogs.<name>.maintenance]``) and the policy every run of
     them follows. A namespace (and its children) or a table overrides any key but `interval` and `sweep_max_tables`
     with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where Iceberg defines the
-    value (see "Table maintenance")."""
+    value (see "Table maintenance"). The executor keys say where its jobs run (see "Executors"); they are the
+    catalog's alone."""
 
     # Policy: scheduling, thresholds and retention (owned by the scheduler; keep together) -----------------------
     enabled: bool = False
@@ -208,6 +213,41 @@ class CatalogMaintenanceSettings(_Strict):
     manifest_target_size_bytes: Annotated[int, Field(ge=1 << 10)] = 8 << 20
     """`rewrite-manifests`' target manifest size (Iceberg's `commit.manifest.target-size-bytes` wins)."""
 
+    # Executors: where the jobs run (owned by the Spark executor) ----------------------------------------------
+    executor: MaintenanceExecutor = "local"
+    """`local`: the proxy's own worker runs every job; `spark`: the jobs in `spark_jobs` run as Iceberg's Spark
+    procedures in a child process whose Spark catalog is this proxy (the others stay local)."""
+    spark_jobs: list[SparkJob] = Field(
+        default_factory=lambda: list[SparkJob](["rewrite-data-files", "rewrite-manifests"])
+    )
+    """`spark`: the jobs Spark runs. `expire-snapshots` is opt-in: Spark then deletes the expired files with its own
+    storage access, outside the proxy's confinement. `remove-orphan-files` always runs locally."""
+    spark_master: str = "local[2]"
+    """`spark`: the Spark master (`local[N]`, `yarn`, `k8s://https://...`, `spark://host:7077`); the driver runs in the
+    child process (client deploy mode), executors where the master puts them."""
+    spark_submit: str = ""
+    """`spark`: path of `spark-submit` to launch the driver with (a cluster's Spark installation); empty: the driver is
+    started with this Python's `pyspark`."""
+    spark_connect_url: str = ""
+    """`spark`: a Spark Connect server (`sc://host:15002`) to run the procedures on instead of a driver of our own;
+    its Spark needs the Iceberg runtime and extensions already."""
+    spark_jars: list[str] = Field(default_factory=list)
+    """`spark`: jars for `spark.jars`: the Iceberg Spark runtime and what it needs (paths or URLs)."""
+    spark_conf: dict[str, SecretStr] = Field(default_factory=dict)
+    """`spark`: extra Spark configuration (`spark.executor.memory`, `spark.kubernetes.*`, S3A keys, ...); handed to the
+    driver on its standard input, never on its command line; values masked in `check-config`."""
+    spark_rewrite_options: dict[str, str] = Field(default_factory=dict)
+    """`spark`: options of `rewrite_data_files`, by Iceberg's names (`rewrite-all`, `min-input-files` (default 5),
+    `target-file-size-bytes` (default: the table's `write.target-file-size-bytes`), `partial-progress.enabled`, ...);
+    `remove-dangling-deletes` is `true` unless set here."""
+    spark_catalog_uri: str = ""
+    """`spark`: the URI Spark reaches this proxy at (its REST catalog); empty: `http://<server.host>:<server.port>`
+    (`127.0.0.1` when the host is a wildcard). Set it to the load balancer's URL when executors run elsewhere."""
+    spark_timeout: timedelta = timedelta(hours=1)
+    """`spark`: a Spark run of one table is killed after this (ISO-8601 duration); its credential expires then too."""
+    spark_python: str = ""
+    """`spark`: the Python that runs the driver (`python -m irc_proxy.maintenance_spark`); empty: this process's."""
+
     @field_validator("interval", "min_run_interval")
     @classmethod
     def _at_least_a_second(cls, value: timedelta) -> timedelta:
@@ -235,6 +275,14 @@ class CatalogMaintenanceSettings(_Strict):
         if not value:
             raise ValueError("name at least one job")
         return list(dict.fromkeys(value))
+
+
+def base_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses: a wildcard address becomes loopback, IPv6 gets brackets."""
+    shown = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(host, host)  # noqa: S104
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
 
 
 class ServerSettings(_Strict):

@@ -91,6 +91,11 @@ SECTIONS = (
         s.VendingSettings,
         "IRC_PROXY_CATALOGS__<NAME>__VENDING__",
     ),
+    Section(
+        "[catalogs.<name>.maintenance]",
+        s.CatalogMaintenanceSettings,
+        "IRC_PROXY_CATALOGS__<NAME>__MAINTENANCE__",
+    ),
 )
 
 

@@ -91,6 +91,8 @@ class Authentication:
             return
         context = parsing.context(Request(scope))
         context.principal, context.roles = principal.name, principal.roles
+        if principal.grants is not None:  # a run credential: exactly its own grants
+            context.grants = principal.grants
         context.authorization = authorization.decode("latin-1") if authorization else None
         await self.app(scope, receive, send)
 

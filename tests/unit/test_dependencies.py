@@ -23,9 +23,15 @@ def _top_level_imports(folder: Path) -> set[str]:
     return names
 
 
+RUNTIME_EXTRAS = ("spark",)
+"""Extras the package itself imports from, in a module only that feature loads (``maintenance_spark``: pyspark)."""
+
+
 def _declared() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower() for requirement in project["dependencies"]}
+    requirements = [*project["dependencies"]]
+    requirements += [r for extra in RUNTIME_EXTRAS for r in project["optional-dependencies"][extra]]
+    return {re.split(r"[\[<>=!~;\s]", requirement, maxsplit=1)[0].lower() for requirement in requirements}
 
 
 def _normal(distribution: str) -> str:

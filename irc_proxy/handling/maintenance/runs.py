@@ -31,6 +31,7 @@ from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance import metering
 from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
 from irc_proxy.handling.maintenance.policy import Policy, namespace_layers, resolve
+from irc_proxy.handling.maintenance.spark import Shape, SparkExecutor
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import CatalogMaintenanceSettings
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
@@ -90,12 +91,15 @@ class Maintenance:
         audit: Callable[[AuditRecord], None] | None = None,
         policies: Mapping[str, CatalogMaintenanceSettings] | None = None,
         schedule: ScheduleStore | None = None,
+        spark: Mapping[str, SparkExecutor] | None = None,
     ) -> None:
         self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
         self.policies = dict(policies or {})
         """Each catalog's ``[catalogs.<name>.maintenance]`` (a catalog not named: the defaults)."""
         self.schedule = schedule
         """Marks and sweeps (None: nothing is scheduled, commits mark nothing)."""
+        self._spark = dict(spark or {})
+        """The ``spark`` executor of each catalog that has one (``[catalogs.<name>.maintenance]``)."""
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
         self._allowed: dict[str, tuple[str, ...]] = {}
@@ -212,7 +216,12 @@ class Maintenance:
         try:
             ident = TableIdent(run.namespace, run.name)
             policy = await self._run_policy(catalog, ident)
+            spark = self._spark.get(catalog.name)
             for name in run.jobs:
+                if spark is not None and spark.runs(name):
+                    if name not in results:  # the run's Spark jobs all at once: one Spark driver per run
+                        results.update(await self._spark_jobs(spark, catalog, run))
+                    continue
                 results[name] = await self._job(catalog, ident, name, run, policy)
         except CatalogError as exc:  # the table is gone, the storage is away, ...
             error = exc.message
@@ -261,6 +270,22 @@ class Maintenance:
             return await self.policy(catalog, ident, loaded.metadata.properties)
         except CatalogError:
             return resolve(self.policy_settings(catalog.name), [], {})
+
+    async def _spark_jobs(self, spark: SparkExecutor, catalog: Catalog, run: MaintenanceRun) -> dict[str, Any]:
+        """The run's Spark jobs in one Spark driver (a dry run starts none: it reports the table as it is)."""
+        jobs = [name for name in run.jobs if spark.runs(name)]
+        ident = TableIdent(run.namespace, run.name)
+        before = Shape.of((await catalog.tables.load(ident)).metadata)
+        if run.dry_run:
+            return {name: before.dry_run(name) for name in jobs}
+        started = time.monotonic()
+        found = await spark.run(run.id, catalog.name, ident, jobs, before.format_version)
+        seconds = round(time.monotonic() - started, 3)
+        after = Shape.of((await catalog.tables.load(ident)).metadata)
+        return {
+            name: {**found[name], **before.change(name, after), "executor": "spark", "seconds": seconds}
+            for name in jobs
+        }
 
     async def _renew(self, run_id: str) -> None:
         every = max(self.settings.lease.total_seconds() / 3, 0.05)

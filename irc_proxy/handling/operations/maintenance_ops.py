@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from irc_proxy.errors import Forbidden
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.attention import reasons, small_files
 from irc_proxy.handling.maintenance.runs import Maintenance, MaintenanceRun
@@ -30,6 +31,9 @@ async def request_run(
     ``management.requestMaintenanceRun``, ``ui.maintenance.request`` from the console, the command line's) names
     the run: reason ``run <id>: <jobs>`` (`` (dry run)`` added for a dry run)."""
     access.context.audit.object = str(ident)
+    if (await access.grants()).fixed:  # a run's own credential does not start more runs
+        access.note("denied", "a maintenance run's credential cannot request runs")
+        raise Forbidden(f"Principal {access.context.principal} is not authorized: a run credential requests no runs")
     await access.require(Privilege.TABLE_WRITE, access.table(ident))
     run = await maintenance.submit(catalog, ident, jobs, dry_run, access.context.principal)
     dry = " (dry run)" if run.dry_run else ""

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -25,6 +25,9 @@ from irc_proxy.errors import NotAuthenticated, TokenRequestError
 from irc_proxy.handling.security.sessions import Client, ClientDirectory, Revocations
 from irc_proxy.handling.security.throttle import Busy, HashGate, LoginThrottle
 
+if TYPE_CHECKING:
+    from irc_proxy.handling.security.authz import Grants
+
 _SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
 
 
@@ -34,6 +37,9 @@ class Principal:
 
     name: str
     roles: tuple[str, ...] = ()
+    grants: Grants | None = None
+    """Grants the token itself fixes (a run credential, ``run_tokens``): the caller holds exactly these; None: its
+    grants are looked up by name and roles."""
 
 
 ANONYMOUS = Principal("anonymous")

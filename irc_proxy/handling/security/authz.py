@@ -106,8 +106,10 @@ class Decision:
 class Grants:
     """The grants of a set of roles, indexed for checks; built per request from a snapshot."""
 
-    def __init__(self, grants: Iterable[Grant], admin: bool = False) -> None:
+    def __init__(self, grants: Iterable[Grant], admin: bool = False, *, fixed: bool = False) -> None:
         self.admin = admin
+        self.fixed = fixed
+        """Fixed by the caller's token (a run credential): never admin, never the admin or management API."""
         self._by_scope: dict[Securable, list[Grant]] = {}
         for grant in grants:
             self._by_scope.setdefault(grant.securable, []).append(grant)
