@@ -22,7 +22,9 @@ def _local(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks) 
     url: str = settings.database_url.get_secret_value()
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
-    backend: Backend = import_module("irc_proxy.backends.local").LocalBackend(name, settings.warehouse, url, threads)
+    backend: Backend = import_module("irc_proxy.backends.local").LocalBackend(
+        name, settings.warehouse, url, threads, settings.pointer_cache_seconds
+    )
     return backend
 
 
