@@ -469,6 +469,8 @@ class GlueCatalogSettings(AwsCredentialSettings):
     events_queue_url: str = ""
     """An SQS queue receiving this catalog's "Glue Data Catalog Table State Change" events (an EventBridge rule):
     the proxy long-polls it and forgets changed tables' cached pointers within about a second."""
+    events_endpoint_url: str = ""
+    """SQS endpoint override for `events_queue_url` (VPC endpoint, test server)."""
     vending: VendingSettings | None = None
 
     @model_validator(mode="after")

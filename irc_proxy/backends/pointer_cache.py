@@ -127,3 +127,15 @@ class PointerCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class Peers:
+    """Who else may move this proxy's pointers, for a backend whose store sends no change signal (Glue).
+
+    ``state_url``: the PostgreSQL state database the replicas share (their change feed runs on it);
+    ``processes``: this server's worker processes (without a shared database they cannot hear each other).
+    """
+
+    def __init__(self, state_url: str | None = None, processes: int = 1) -> None:
+        self.state_url = state_url
+        self.processes = processes

@@ -25,6 +25,10 @@ Why the cache stays exact (read-your-writes and monotonic reads across replicas)
    While this replica's feed is down, it serves nothing from cache and does not fence (reads then rely
    on the others' leases alone); its commits wait one lease.
 
+A store that is not this database (Glue) cannot send the change in its transaction: its backend
+``publish``es it right after the change landed, and settles from when that NOTIFY committed; a crash in
+between leaves the other replicas' entries to their ``pointer_cache_seconds``.
+
 Writers that bypass the proxy send no change message: the catalog's ``pointer_cache_seconds`` bounds
 how long their changes may go unseen.
 """
@@ -100,7 +104,7 @@ class PointerFeed:
         self._synced_at: float | None = None
         self._members: dict[str, float] = {}
         self._waiters: dict[int, _Waiter] = {}
-        self._outbox: asyncio.Queue[tuple[dict[str, Any], int | None]] | None = None
+        self._outbox: asyncio.Queue[tuple[dict[str, Any], int | asyncio.Future[float] | None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._heard: dict[tuple[str, int], _Heard] = {}
         self._sync_waits: dict[int, asyncio.Future[None]] = {}
@@ -159,6 +163,21 @@ class PointerFeed:
                     await asyncio.wait_for(waiter.done.wait(), remaining)
         finally:
             self._waiters.pop(number, None)
+
+    async def publish(self, catalog: str, keys: Iterable[Key]) -> None:
+        """Announce a change that landed in another store (Glue), then ``settle`` it; bounded by two leases."""
+        number, payload = self.change(catalog, keys)
+        if self._outbox is None:
+            self.abandon(number)
+            return
+        sent: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._outbox.put_nowait((json.loads(payload), sent))
+        try:
+            started = await asyncio.wait_for(asyncio.shield(sent), LEASE_SECONDS)
+        except TimeoutError:  # the feed is down: the others' entries live until their ttl
+            self.abandon(number)
+            return
+        await self.settle(number, started)
 
     def abandon(self, number: int) -> None:
         """The transaction that would have sent change ``number`` did not commit."""
@@ -255,6 +274,11 @@ class PointerFeed:
         assert self._outbox is not None
         while True:
             message, sync = await self._outbox.get()
+            if isinstance(sync, asyncio.Future):
+                await sender.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(message)))
+                if not sync.done():
+                    sync.set_result(time.monotonic())
+                continue
             if sync is not None:
                 self._syncs[sync] = time.monotonic()  # before the NOTIFY commits: a conservative lease start
                 if self._unsent is not None and self._unsent[0] == sync:
