@@ -28,7 +28,7 @@ def test_a_database_state_change_names_its_changed_tables() -> None:
 
 
 def test_other_accounts_sources_and_kinds_name_nothing() -> None:
-    detail = {"databaseName": "db", "tableName": "t", "typeOfChange": "UpdateTable"}
+    detail: dict[str, object] = {"databaseName": "db", "tableName": "t", "typeOfChange": "UpdateTable"}
     assert changed_tables(_event("Glue Data Catalog Table State Change", detail, "999"), ACCOUNT) == []
     assert changed_tables(_event("Glue Job State Change", detail), ACCOUNT) == []
     assert changed_tables({"source": "aws.s3", "detail": detail}, ACCOUNT) == []
