@@ -14,7 +14,6 @@ PostgreSQL, the ``PointerFeed`` (``LISTEN/NOTIFY``, the change sent in the swap'
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -43,8 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from irc_proxy.backends.base import Capability, DroppedTable, Listing, PointerSwap, Properties
-from irc_proxy.backends.pointer_cache import Key, PointerCache
-from irc_proxy.backends.pointer_feed import CHANNEL, PointerFeed
+from irc_proxy.backends.local_pointers import LocalPointers
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import (
     AlreadyExists,
@@ -100,34 +98,12 @@ class LocalBackend:
         ensure_catalog_tables(self._engine, upgrade=False)
         self._io = load_file_io({}, warehouse)
         self._fast_reads = _fast_sqlite_reader(self._engine)
-        self._cache: PointerCache | None = None
-        self._feed: PointerFeed | None = None
-        self._data_version: int | None = None
-        if pointer_cache_seconds > 0 and self._engine.dialect.name == "postgresql":
-            self._cache = PointerCache(catalog_name, ttl=pointer_cache_seconds)
-            self._feed = PointerFeed(database_url)
-            self._feed.attach(catalog_name, self._cache)
-        elif pointer_cache_seconds > 0 and self._fast_reads is not None:  # any writer moves data_version: no ttl
-            self._cache = PointerCache(catalog_name)
-            self._cache.trusted = self._sqlite_unchanged
-
-    def _sqlite_unchanged(self) -> bool:
-        """Whether no other connection (this process's writers included) committed since the last look;
-        when one did, the cache is flushed and trusted again from now on."""
-        assert self._fast_reads is not None and self._cache is not None
-        try:
-            version = self._fast_reads.execute("PRAGMA data_version").fetchone()[0]
-        except sqlite3.Error:
-            return False
-        if version != self._data_version:
-            self._data_version = version
-            self._cache.flush("feed")
-            return False
-        return True
+        self._pointers = LocalPointers(
+            catalog_name, self._engine.dialect.name, database_url, self._fast_reads, pointer_cache_seconds
+        )
 
     async def close(self) -> None:
-        if self._feed is not None:
-            await self._feed.close()
+        await self._pointers.close()
         if self._fast_reads is not None:
             self._fast_reads.close()
         self._engine.dispose()
@@ -284,9 +260,7 @@ class LocalBackend:
         return await self._run(query)
 
     async def load_table_pointer(self, namespace: str, name: str) -> str | None:
-        if self._cache is None:
-            return await self._load_pointer(namespace, name)
-        return await self._cache.read((namespace, name), lambda: self._load_pointer(namespace, name))
+        return await self._pointers.read((namespace, name), lambda: self._load_pointer(namespace, name))
 
     async def _load_pointer(self, namespace: str, name: str) -> str | None:
         """On SQLite, read on the event loop first: a thread hop costs more than the query, and a WAL
@@ -325,44 +299,19 @@ class LocalBackend:
                 )
                 if result.rowcount != 1:
                     raise _Lost  # rolls the whole transaction back
-            self._announce(conn, announced)
+            self._pointers.announce(conn, announced)
 
         keys = [(s.namespace, s.name) for s in swaps]
-        announced = self._change(keys)
+        announced = self._pointers.change(keys)
         try:
             await self._threads.run(self._swap_transaction, swap)
-        except (_Lost, IntegrityError):
-            await self._changed(keys, announced, committed=False)  # a stale cached pointer may be why it missed
-            return False
-        except BaseException:
-            await self._changed(keys, announced, committed=False)
+        except BaseException as exc:  # forgotten either way: a stale cached pointer may be why the swap missed
+            await self._pointers.changed(keys, announced, committed=False)
+            if isinstance(exc, (_Lost, IntegrityError)):
+                return False
             raise
-        await self._changed(keys, announced)
+        await self._pointers.changed(keys, announced)
         return True
-
-    # Pointer cache ------------------------------------------------------------------------
-    def _change(self, keys: Sequence[Key]) -> tuple[int, str] | None:
-        """The change message a transaction moving ``keys`` sends on PostgreSQL (None elsewhere)."""
-        if self._cache is not None:
-            self._cache.moving(keys)
-        return None if self._feed is None else self._feed.change(self._name, keys)
-
-    def _announce(self, conn: Connection, change: tuple[int, str] | None) -> None:
-        """Send the change in the transaction that makes it: it is heard exactly when it is visible."""
-        if change is not None:
-            conn.execute(select(func.pg_notify(CHANNEL, change[1])))
-
-    async def _changed(self, keys: Sequence[Key], change: tuple[int, str] | None, committed: bool = True) -> None:
-        """After a transaction that may have moved ``keys``: forget them here and, when ``change`` was
-        committed, wait until the other replicas did too (``PointerFeed.settle``)."""
-        if self._cache is not None:
-            self._cache.moved(keys)
-        if self._feed is None or change is None:
-            return
-        if committed:
-            await self._feed.settle(change[0], time.monotonic())
-        else:
-            self._feed.abandon(change[0])
 
     async def drop_table_pointer(self, namespace: str, name: str) -> DroppedTable:
         def drop(conn: Connection) -> str | None:
@@ -373,20 +322,20 @@ class LocalBackend:
             where = and_(self._table(namespace, name), TABLES.c.metadata_location == row[0])
             if conn.execute(delete(TABLES).where(where)).rowcount != 1:
                 return None
-            self._announce(conn, announced)
+            self._pointers.announce(conn, announced)
             return str(row[0])
 
         # Compare-and-delete: a commit landing between the read and the delete (or a concurrent drop)
         # must not be lost; whoever deletes the row answers with what it deleted, the other NoSuchTable.
         keys = [(namespace, name)]
         for _ in range(DROP_ATTEMPTS):
-            announced = self._change(keys)
+            announced = self._pointers.change(keys)
             try:
                 location = await self._run(drop)
             except BaseException:
-                await self._changed(keys, announced, committed=False)
+                await self._pointers.changed(keys, announced, committed=False)
                 raise
-            await self._changed(keys, announced, committed=location is not None)
+            await self._pointers.changed(keys, announced, committed=location is not None)
             if location is not None:
                 return DroppedTable(location)
         raise CommitFailed(f"Table {name} kept changing while it was being dropped; retry")
@@ -400,19 +349,19 @@ class LocalBackend:
             )
             if result.rowcount != 1:
                 raise NoSuchTable(name)
-            self._announce(conn, announced)
+            self._pointers.announce(conn, announced)
 
         keys = [(namespace, name), (to_namespace, to_name)]
-        announced = self._change(keys)
+        announced = self._pointers.change(keys)
         try:
             await self._run(rename)
         except IntegrityError as exc:
-            await self._changed(keys, announced, committed=False)
+            await self._pointers.changed(keys, announced, committed=False)
             raise AlreadyExists(to_name) from exc
         except BaseException:
-            await self._changed(keys, announced, committed=False)
+            await self._pointers.changed(keys, announced, committed=False)
             raise
-        await self._changed(keys, announced)
+        await self._pointers.changed(keys, announced)
 
 
 def catalog_engine(database_url: str) -> Engine:
