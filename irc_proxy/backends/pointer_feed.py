@@ -55,6 +55,8 @@ from irc_proxy.backends.pointer_cache import Key, PointerCache
 log = logging.getLogger("irc_proxy.pointer_feed")
 
 CHANNEL = "irc_proxy_pointers"
+APPLICATION_NAME = "irc-proxy pointer feed"
+"""How the feed's two connections show in ``pg_stat_activity``."""
 LEASE_SECONDS = 1.0
 """How long a returned sync lets a replica trust its cache; also the longest a commit waits for acks."""
 HEARTBEAT_SECONDS = 0.2
@@ -216,8 +218,9 @@ class PointerFeed:
             await asyncio.sleep(RECONNECT_SECONDS)
 
     async def _serve(self) -> None:
-        listener = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
-        sender = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+        connect = psycopg.AsyncConnection.connect
+        listener = await connect(self._conninfo, autocommit=True, application_name=APPLICATION_NAME)
+        sender = await connect(self._conninfo, autocommit=True, application_name=APPLICATION_NAME)
         async with listener, sender:
             await listener.execute(f"LISTEN {CHANNEL}")
             for cache in self._caches.values():  # anything committed before LISTEN was not heard

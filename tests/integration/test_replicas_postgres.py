@@ -3,6 +3,8 @@ identical creates give exactly one winner and 409s; table commits through both l
 
 from __future__ import annotations
 
+import re
+import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -198,3 +200,45 @@ def test_loads_alternating_between_replicas_never_go_back_in_time(
     assert max(max(seen) for seen in sequences) > 0
     for client in (*clients, *writers):
         client.close()
+
+
+def test_a_replica_whose_change_feed_was_cut_still_sees_every_commit(
+    replicas: tuple[ProxyProcess, ProxyProcess], ns_name: str
+) -> None:
+    """The feed's connections killed on the server: a replica stops trusting its cache (it reads the database)
+    until it reconnected, flushed and synced again, and loads through it show every commit meanwhile."""
+    import sqlalchemy
+
+    from irc_proxy.backends.pointer_feed import APPLICATION_NAME
+
+    a, b = replicas
+    with httpx.Client(base_url=a.url, timeout=60) as first, httpx.Client(base_url=b.url, timeout=60) as second:
+        create_namespace(first, ns_name)
+        create_table(first, (ns_name,), "cut")
+        url = table_url((ns_name,), "cut")
+        second.get(url)
+        database = re.search(r'database_url = "([^"]+)"', a.config_path.read_text())
+        assert database is not None
+        engine = sqlalchemy.create_engine(database.group(1))
+        with engine.begin() as conn:
+            cut = conn.execute(
+                sqlalchemy.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = :n AND datname = current_database()"
+                ),
+                {"n": APPLICATION_NAME},
+            ).all()
+        engine.dispose()
+        assert len(cut) >= 4  # listener and sender of both replicas
+        for i in range(15):
+            body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"cut": str(i)}}]}
+            committed = first.post(url, json=body)
+            assert committed.status_code == 200, committed.text
+            assert second.get(url).json()["metadata-location"] == committed.json()["metadata-location"]
+            time.sleep(0.1)
+        flushes = [
+            line
+            for line in second.get("/metrics").text.splitlines()
+            if line.startswith("irc_proxy_pointer_cache_invalidations_total") and 'cause="flush"' in line
+        ]
+        assert flushes and float(flushes[0].rsplit(" ", 1)[1]) >= 2  # the first connect and the reconnect
