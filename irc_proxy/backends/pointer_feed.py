@@ -12,7 +12,8 @@ Why the cache stays exact (read-your-writes and monotonic reads across replicas)
    connection or a stalled event loop therefore stops cache answers within one lease.
 3. A replica that receives another's change invalidates the keys, then sends an *ack*. The committing
    replica answers its client only when (a) its own change came back (so it has heard every replica whose
-   sync committed before its change: the "members") and every member acked, or (b) one lease has passed
+   sync committed before its change: the "members"; only once it has listened for a lease itself, else
+   it cannot know them) and every member acked, or (b) one lease has passed
    since its transaction returned: then no replica can still trust a cache older than the change (the
    sync it trusts was sent before the commit, so more than a lease ago). A client that then loads through any
    replica sees its commit; a dead replica costs commits at most one lease until it leaves the members.
@@ -104,6 +105,7 @@ class PointerFeed:
         self._numbers = itertools.count(1)
         self._syncs: dict[int, float] = {}
         self._synced_at: float | None = None
+        self._listening_since: float | None = None
         self._members: dict[str, float] = {}
         self._waiters: dict[int, _Waiter] = {}
         self._outbox: asyncio.Queue[tuple[dict[str, Any], int | asyncio.Future[float] | None]] | None = None
@@ -223,6 +225,7 @@ class PointerFeed:
         sender = await connect(self._conninfo, autocommit=True, application_name=APPLICATION_NAME)
         async with listener, sender:
             await listener.execute(f"LISTEN {CHANNEL}")
+            self._listening_since = time.monotonic()
             for cache in self._caches.values():  # anything committed before LISTEN was not heard
                 cache.flush()
             tasks = [
@@ -242,6 +245,7 @@ class PointerFeed:
 
     def _lost(self) -> None:
         self._synced_at = None
+        self._listening_since = None
         self._syncs.clear()
         self._members.clear()
         self._heard.clear()
@@ -325,7 +329,7 @@ class PointerFeed:
             del self._heard[done]
         keys = message.get("t")
         members = {m for m, seen in self._members.items() if now - seen < LEASE_SECONDS and m != origin}
-        waiter = _Waiter(members=members)
+        waiter = _Waiter(members=members if self._knows_members(now) else None)
         waiter.check()
         if not waiter.done.is_set():
             frozen = None if not isinstance(keys, list) else frozenset((str(k[0]), str(k[1])) for k in keys)
@@ -334,9 +338,14 @@ class PointerFeed:
     def _returned(self, number: int, now: float) -> None:
         """This replica's change came back: the replicas heard within a lease must ack it."""
         waiter = self._waiters.get(number)
-        if waiter is not None:
+        if waiter is not None and self._knows_members(now):
             waiter.members = {m for m, seen in self._members.items() if now - seen < LEASE_SECONDS}
             waiter.check()
+
+    def _knows_members(self, now: float) -> bool:
+        """Whether this replica has listened for a lease: every replica that may trust its cache now sent a
+        sync since, so it was heard. Before that, waits run to their deadline."""
+        return self._listening_since is not None and now - self._listening_since >= LEASE_SECONDS
 
     def _invalidate(self, message: Mapping[str, Any]) -> None:
         cache = self._caches.get(str(message.get("c")))
