@@ -16,10 +16,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 import httpx
+import pytest
 
 from tests.support.aws import ACCOUNT, REGION, client, glue_catalog_config
+from tests.support.postgres import scratch_database
 from tests.support.rest import SCHEMA
-from tests.support.server import Serve
+from tests.support.server import ProxyProcess, Serve
 
 CATALOG = "glue"
 
@@ -99,3 +101,31 @@ def test_without_events_an_outside_commit_is_seen_after_pointer_cache_seconds(
         moved = _outside_commit(glue, ns_name, "t", location)
         took = _location_within(http, path, moved, 5.0)
     assert took is not None and took <= 1.5 + 0.5, took
+
+
+@pytest.mark.postgres
+def test_a_glue_commit_through_one_replica_is_seen_at_once_through_the_other(
+    moto: str, tmp_path_factory: pytest.TempPathFactory, ns_name: str
+) -> None:
+    """Replicas on one PostgreSQL state database hear each other's Glue commits (pointer cache ttl one hour)."""
+    warehouse = tmp_path_factory.mktemp("glue-replicas")
+    with scratch_database() as url:
+        config = f'[state]\ndatabase_url = "{url}"\n' + glue_catalog_config(
+            CATALOG, moto, warehouse.as_uri(), pointer_cache_seconds="3600"
+        )
+        proxies = [ProxyProcess(tmp_path_factory.mktemp(f"glue-{n}"), config).start() for n in "ab"]
+        try:
+            first, second = (httpx.Client(base_url=f"{p.url}/v1/{CATALOG}", timeout=30) for p in proxies)
+            path, _ = _setup(first, ns_name)
+            for i in range(10):
+                for _ in range(3):
+                    assert second.get(path).status_code == 200  # warm: cached on B
+                body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"i": str(i)}}]}
+                committed = first.post(path, json=body)
+                assert committed.status_code == 200, committed.text
+                assert second.get(path).json()["metadata-location"] == committed.json()["metadata-location"]
+            first.close()
+            second.close()
+        finally:
+            for proxy in proxies:
+                proxy.stop()
