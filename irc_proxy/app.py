@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from irc_proxy.audit import Auditor, AuditRecord
 from irc_proxy.backends.base import Capability
+from irc_proxy.backends.pointer_cache import Peers
 from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
@@ -99,12 +100,14 @@ def build_catalogs(settings: Settings, threads: ThreadRunner, state: Engine) -> 
     location_store = LocationStore(state, threads)
     locks = CommitLocks(state)
     server = settings.server  # one metadata cache (one byte budget) for all catalogs
+    shared = state.url.render_as_string(hide_password=False) if state.dialect.name == "postgresql" else None
+    peers = Peers(shared, server.workers)  # how a backend whose store announces nothing hears other processes
     metadata_cache = MetadataCache(server.metadata_cache_bytes, server.metadata_recheck_seconds)
     reads = read_limits(server)
     catalogs = {}
     kept = kept_locations(settings)
     for name, catalog_settings in settings.catalogs.items():
-        backend = timed(name, create_backend(name, catalog_settings, threads, locks))
+        backend = timed(name, create_backend(name, catalog_settings, threads, locks, peers))
         sts = create_credential_source(catalog_settings, threads)
         vending = Vending(name, sts.settings, sts) if sts is not None else None
         catalogs[name] = Catalog.build(

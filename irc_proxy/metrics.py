@@ -121,3 +121,19 @@ MAINTENANCE_RUNNING = Gauge(
     "irc_proxy_maintenance_runs_running",
     "Maintenance runs this process is running now (queued runs are in the state database: see the console).",
 )
+POINTER_CACHE_HITS = Counter(
+    "irc_proxy_pointer_cache_hits_total",
+    "Table pointer reads (current metadata location) answered from the in-process pointer cache, by catalog.",
+    ["catalog"],
+)
+POINTER_CACHE_MISSES = Counter(
+    "irc_proxy_pointer_cache_misses_total",
+    "Table pointer reads that went to the catalog's store (database, Glue), by catalog.",
+    ["catalog"],
+)
+POINTER_CACHE_INVALIDATIONS = Counter(
+    "irc_proxy_pointer_cache_invalidations_total",
+    "Pointer cache invalidations by cause: commit (this process), feed (another replica or Glue event), "
+    "flush (the change feed reconnected or the database changed underneath), by catalog.",
+    ["catalog", "cause"],
+)

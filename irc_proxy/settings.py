@@ -528,6 +528,11 @@ class LocalCatalogSettings(_Strict):
     `vending.allowed_locations` is used when this is empty."""
     allow_overlapping_locations: bool = False
     """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
+    pointer_cache_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
+    """How long a table's current metadata location may stay cached when nothing the proxy hears says it changed:
+    it bounds what a writer bypassing the proxy (another engine on the same PostgreSQL catalog database) may go
+    unseen; commits through any replica invalidate at once (see "Performance"). SQLite needs no bound (every
+    commit, by anyone, is noticed). `0`: no pointer cache."""
     vending: VendingSettings | None = None
     maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
     """Scheduled maintenance and the maintenance policy of this catalog's tables."""
@@ -603,6 +608,15 @@ class GlueCatalogSettings(AwsCredentialSettings):
     `vending.allowed_locations` is used when this is empty."""
     allow_overlapping_locations: bool = False
     """`true`: a table's or view's storage may lie inside (or contain) another live one's in this catalog."""
+    pointer_cache_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
+    """How long a table's current metadata location may stay cached: it bounds how long a change made outside the
+    proxy (Athena, EMR, a Glue API call) goes unseen without `events_queue_url`; changes through any replica are
+    seen at once (see "Performance"). `0`: every load asks Glue."""
+    events_queue_url: str = ""
+    """An SQS queue receiving this catalog's "Glue Data Catalog Table State Change" events (an EventBridge rule):
+    the proxy long-polls it and forgets changed tables' cached pointers within about a second."""
+    events_endpoint_url: str = ""
+    """SQS endpoint override for `events_queue_url` (VPC endpoint, test server)."""
     vending: VendingSettings | None = None
     maintenance: CatalogMaintenanceSettings = CatalogMaintenanceSettings()
     """Scheduled maintenance and the maintenance policy of this catalog's tables."""

@@ -4,6 +4,7 @@ hold ``table_type=ICEBERG`` and ``metadata_location``.
 Pointer swaps update the Glue table with its ``VersionId`` (optimistic locking on real Glue) while
 holding a commit lock shared by all replicas (moto does not enforce ``VersionId``). Non-Iceberg
 tables are kept out of listings unless ``table_type_filter`` asks for them, and are never loaded.
+Pointer reads are cached (``backends.shared_pointers``): a warm load asks Glue nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from pyiceberg.io import FileIO, load_file_io
 from irc_proxy.backends import glue_views
 from irc_proxy.backends.aws import aws_errors, client_config, error_code, session_for
 from irc_proxy.backends.base import Capability, DroppedTable, EngineView, Listing, PointerSwap, Properties
+from irc_proxy.backends.glue_events import GlueEvents
+from irc_proxy.backends.pointer_cache import Peers
+from irc_proxy.backends.shared_pointers import SharedPointers
 from irc_proxy.errors import (
     AlreadyExists,
     BadRequest,
@@ -63,7 +67,14 @@ class GlueBackend:
 
     capabilities = frozenset({Capability.TABLE_COMMITS, Capability.ENGINE_VIEWS})
 
-    def __init__(self, name: str, settings: GlueCatalogSettings, locks: CommitLocks, threads: ThreadRunner) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: GlueCatalogSettings,
+        locks: CommitLocks,
+        threads: ThreadRunner,
+        peers: Peers | None = None,
+    ) -> None:
         self.warehouse = settings.warehouse
         self._name = name
         self._settings = settings
@@ -77,8 +88,14 @@ class GlueBackend:
         self._kinds = {kind.upper() for kind in settings.table_type_filter}
         self._io_lock = Lock()
         self._io: tuple[str, FileIO] | None = None
+        self._pointers = SharedPointers(name, settings.pointer_cache_seconds, peers or Peers())
+        if settings.events_queue_url:
+            endpoint = settings.events_endpoint_url or None
+            sqs = self._session.client("sqs", endpoint_url=endpoint, config=client_config(settings))
+            self._pointers.listen(GlueEvents(sqs, settings.events_queue_url, settings.catalog_id, self._pointers.heard))
 
     async def close(self) -> None:
+        await self._pointers.close()
         self._glue.close()
 
     async def ping(self) -> None:
@@ -233,6 +250,9 @@ class GlueBackend:
         return kind != "VIRTUAL_VIEW" and ("*" in self._kinds or kind in self._kinds)
 
     async def load_table_pointer(self, namespace: str, name: str) -> str | None:
+        return await self._pointers.read((namespace, name), lambda: self._load_pointer(namespace, name))
+
+    async def _load_pointer(self, namespace: str, name: str) -> str | None:
         table = await self._run(self._iceberg_table, namespace, name)
         if table is None:
             return None
@@ -244,7 +264,8 @@ class GlueBackend:
     async def swap_table_pointers(self, swaps: Sequence[PointerSwap]) -> bool:
         if len(swaps) != 1:
             raise BadRequest("The Glue backend commits one table at a time")
-        return await self._run(self._swap, swaps[0])
+        async with self._pointers.moving([(swaps[0].namespace, swaps[0].name)]):
+            return await self._run(self._swap, swaps[0])
 
     def _swap(self, swap: PointerSwap) -> bool:
         if swap.metadata is None:
@@ -302,7 +323,8 @@ class GlueBackend:
             location = str((table.get("Parameters") or {}).get("metadata_location", ""))
             return DroppedTable(location, {key: table[key] for key in KEPT_ATTRIBUTES if key in table})
 
-        return await self._run(drop)
+        async with self._pointers.moving([(namespace, name)]):
+            return await self._run(drop)
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         def rename() -> None:
@@ -329,7 +351,8 @@ class GlueBackend:
                     self._glue.delete_table(DatabaseName=to_namespace, Name=to_name, **self._catalog)
                 raise
 
-        await self._run(rename)
+        async with self._pointers.moving([(namespace, name), (to_namespace, to_name)]):
+            await self._run(rename)
 
     # Engine views (Capability.ENGINE_VIEWS): VIRTUAL_VIEWs of Trino, Spark, Hive, read-only -------
     async def list_engine_views(self, namespace: str, token: str | None, limit: int) -> Listing:

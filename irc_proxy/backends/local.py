@@ -5,6 +5,10 @@ tables that pyiceberg's ``SqlCatalog`` (and Iceberg Java's ``JdbcCatalog``) use,
 default or PostgreSQL. Pointer swaps are conditional UPDATEs inside one database transaction, so
 several swaps commit atomically (multi-table transactions) and replicas sharing one database
 never lose a commit.
+
+Pointer reads are answered from a per-process ``PointerCache`` while nothing changed: on SQLite,
+``PRAGMA data_version`` (moved by any other connection's commit, in any process) says so; on
+PostgreSQL, the ``PointerFeed`` (``LISTEN/NOTIFY``, the change sent in the swap's transaction).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from irc_proxy.backends.base import Capability, DroppedTable, Listing, PointerSwap, Properties
+from irc_proxy.backends.local_pointers import LocalPointers
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import (
     AlreadyExists,
@@ -74,7 +79,16 @@ class LocalBackend:
 
     capabilities = frozenset({Capability.TABLE_COMMITS, Capability.MULTI_TABLE_COMMIT})
 
-    def __init__(self, catalog_name: str, warehouse: str, database_url: str, threads: ThreadRunner) -> None:
+    def __init__(
+        self,
+        catalog_name: str,
+        warehouse: str,
+        database_url: str,
+        threads: ThreadRunner,
+        pointer_cache_seconds: float = 5.0,
+    ) -> None:
+        """``pointer_cache_seconds``: how long a cached pointer may live on PostgreSQL, where writers bypassing
+        the proxy send no change message (0: no pointer cache)."""
         self.warehouse = warehouse
         self._name = catalog_name
         self._threads = threads
@@ -84,8 +98,12 @@ class LocalBackend:
         ensure_catalog_tables(self._engine, upgrade=False)
         self._io = load_file_io({}, warehouse)
         self._fast_reads = _fast_sqlite_reader(self._engine)
+        self._pointers = LocalPointers(
+            catalog_name, self._engine.dialect.name, database_url, self._fast_reads, pointer_cache_seconds
+        )
 
     async def close(self) -> None:
+        await self._pointers.close()
         if self._fast_reads is not None:
             self._fast_reads.close()
         self._engine.dispose()
@@ -242,6 +260,9 @@ class LocalBackend:
         return await self._run(query)
 
     async def load_table_pointer(self, namespace: str, name: str) -> str | None:
+        return await self._pointers.read((namespace, name), lambda: self._load_pointer(namespace, name))
+
+    async def _load_pointer(self, namespace: str, name: str) -> str | None:
         """On SQLite, read on the event loop first: a thread hop costs more than the query, and a WAL
         reader does not wait for writers. If the database is busy anyway, read in the thread pool."""
         if self._fast_reads is not None:
@@ -278,11 +299,18 @@ class LocalBackend:
                 )
                 if result.rowcount != 1:
                     raise _Lost  # rolls the whole transaction back
+            self._pointers.announce(conn, announced)
 
+        keys = [(s.namespace, s.name) for s in swaps]
+        announced = self._pointers.change(keys)
         try:
             await self._threads.run(self._swap_transaction, swap)
-        except (_Lost, IntegrityError):
-            return False
+        except BaseException as exc:  # forgotten either way: a stale cached pointer may be why the swap missed
+            await self._pointers.changed(keys, announced, committed=False)
+            if isinstance(exc, (_Lost, IntegrityError)):
+                return False
+            raise
+        await self._pointers.changed(keys, announced)
         return True
 
     async def drop_table_pointer(self, namespace: str, name: str) -> DroppedTable:
@@ -292,12 +320,22 @@ class LocalBackend:
             if row is None:
                 raise NoSuchTable(name)
             where = and_(self._table(namespace, name), TABLES.c.metadata_location == row[0])
-            return str(row[0]) if conn.execute(delete(TABLES).where(where)).rowcount == 1 else None
+            if conn.execute(delete(TABLES).where(where)).rowcount != 1:
+                return None
+            self._pointers.announce(conn, announced)
+            return str(row[0])
 
         # Compare-and-delete: a commit landing between the read and the delete (or a concurrent drop)
         # must not be lost; whoever deletes the row answers with what it deleted, the other NoSuchTable.
+        keys = [(namespace, name)]
         for _ in range(DROP_ATTEMPTS):
-            location = await self._run(drop)
+            announced = self._pointers.change(keys)
+            try:
+                location = await self._run(drop)
+            except BaseException:
+                await self._pointers.changed(keys, announced, committed=False)
+                raise
+            await self._pointers.changed(keys, announced, committed=location is not None)
             if location is not None:
                 return DroppedTable(location)
         raise CommitFailed(f"Table {name} kept changing while it was being dropped; retry")
@@ -311,11 +349,19 @@ class LocalBackend:
             )
             if result.rowcount != 1:
                 raise NoSuchTable(name)
+            self._pointers.announce(conn, announced)
 
+        keys = [(namespace, name), (to_namespace, to_name)]
+        announced = self._pointers.change(keys)
         try:
             await self._run(rename)
         except IntegrityError as exc:
+            await self._pointers.changed(keys, announced, committed=False)
             raise AlreadyExists(to_name) from exc
+        except BaseException:
+            await self._pointers.changed(keys, announced, committed=False)
+            raise
+        await self._pointers.changed(keys, announced)
 
 
 def catalog_engine(database_url: str) -> Engine:

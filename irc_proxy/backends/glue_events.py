@@ -1,0 +1,94 @@
+"""Glue Data Catalog change events, read from SQS, for the Glue pointer cache.
+
+Glue sends "Glue Data Catalog Table State Change" (``detail.databaseName``, ``detail.tableName``,
+``detail.typeOfChange``: UpdateTable, CreateTable, DeleteTable, partition changes...) and "Glue Data
+Catalog Database State Change" (``detail.databaseName``, ``detail.changedTables``) events to
+EventBridge; a rule targeting an SQS queue puts each event, as JSON, in a message body. A thread of
+its own long-polls the queue (a pool thread held 20 s per poll would starve requests), hands the
+changed (database, table) names to the event loop, and deletes the messages. Delivery is best effort
+(EventBridge's own words): the cache's ttl stays the bound when an event is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from irc_proxy.backends.pointer_cache import Key
+
+log = logging.getLogger("irc_proxy.glue_events")
+
+TABLE_CHANGE = "Glue Data Catalog Table State Change"
+DATABASE_CHANGE = "Glue Data Catalog Database State Change"
+WAIT_SECONDS = 10
+"""SQS long poll; also how long closing may leave the thread blocked (it is a daemon)."""
+RETRY_SECONDS = 5.0
+
+
+def changed_tables(event: Mapping[str, Any], catalog_id: str) -> list[Key]:
+    """The (database, table) names an event says changed; [] for other events or another account's."""
+    detail = event.get("detail")
+    if event.get("source") != "aws.glue" or not isinstance(detail, Mapping):
+        return []
+    if catalog_id and event.get("account") not in (None, catalog_id):
+        return []
+    database = detail.get("databaseName")
+    if not isinstance(database, str):
+        return []
+    if event.get("detail-type") == TABLE_CHANGE and isinstance(detail.get("tableName"), str):
+        return [(database, detail["tableName"])]
+    if event.get("detail-type") == DATABASE_CHANGE and isinstance(detail.get("changedTables"), list):
+        return [(database, str(name)) for name in detail["changedTables"]]
+    return []
+
+
+class GlueEvents:
+    """Long-polls one SQS queue and calls ``changed`` on the event loop with the tables each batch names."""
+
+    def __init__(self, sqs: Any, queue_url: str, catalog_id: str, changed: Callable[[Iterable[Key]], None]) -> None:
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._catalog_id = catalog_id
+        self._changed = changed
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._poll, args=(loop,), name="glue-events", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _poll(self, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._stop.is_set():
+            try:
+                self._receive(loop)
+            except Exception as exc:  # a queue that is gone or refused: keep trying, the ttl still bounds staleness
+                log.warning("reading Glue events from %s failed: %s", self._queue_url, exc)
+                self._stop.wait(RETRY_SECONDS)
+
+    def _receive(self, loop: asyncio.AbstractEventLoop) -> None:
+        answer = self._sqs.receive_message(
+            QueueUrl=self._queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=WAIT_SECONDS
+        )
+        messages = answer.get("Messages") or []
+        if not messages:
+            return
+        keys: list[Key] = []
+        for message in messages:
+            try:
+                event = json.loads(message.get("Body") or "")
+            except ValueError:
+                continue  # not an event: deleted below all the same, it would come back forever
+            if isinstance(event, Mapping):
+                keys.extend(changed_tables(event, self._catalog_id))
+        if keys and not loop.is_closed():
+            loop.call_soon_threadsafe(self._changed, keys)
+        entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+        self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)

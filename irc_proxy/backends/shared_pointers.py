@@ -1,0 +1,70 @@
+"""The pointer cache of a backend whose store announces nothing (Glue): the proxy's replicas tell each
+other through the state database's change feed, outside writers through an optional event queue, and a
+ttl bounds what neither reports.
+
+Without a PostgreSQL state database the processes of one server cannot hear each other: with several
+worker processes there is then no cache at all (each would miss its siblings' commits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+
+from irc_proxy.backends.glue_events import GlueEvents
+from irc_proxy.backends.pointer_cache import Key, Peers, PointerCache
+from irc_proxy.backends.pointer_feed import PointerFeed
+
+
+class SharedPointers:
+    """Cached pointer reads and announced pointer moves for one catalog."""
+
+    def __init__(self, catalog: str, ttl: float, peers: Peers) -> None:
+        self._catalog = catalog
+        self.cache: PointerCache | None = None
+        self._feed: PointerFeed | None = None
+        self._events: GlueEvents | None = None
+        if ttl <= 0 or (peers.state_url is None and peers.processes > 1):
+            return
+        self.cache = PointerCache(catalog, ttl=ttl)
+        if peers.state_url is not None:
+            self._feed = PointerFeed(peers.state_url)
+            self._feed.attach(catalog, self.cache)
+
+    def listen(self, events: GlueEvents) -> None:
+        """Also forget the tables the store's own change events name (started with the first read)."""
+        if self.cache is not None:
+            self._events = events
+
+    def heard(self, keys: Iterable[Key]) -> None:
+        if self.cache is not None:
+            self.cache.invalidate(list(keys), "feed")
+
+    async def read(self, key: Key, load: Callable[[], Awaitable[str | None]]) -> str | None:
+        if self.cache is None:
+            return await load()
+        if self._events is not None:
+            self._events.start(asyncio.get_running_loop())
+        return await self.cache.read(key, load)
+
+    @asynccontextmanager
+    async def moving(self, keys: list[Key]) -> AsyncIterator[None]:
+        """Around a pointer move: not served from cache meanwhile, forgotten and announced after (landed
+        or not: a failed call may have landed)."""
+        if self.cache is None:
+            yield
+            return
+        self.cache.moving(keys)
+        try:
+            yield
+        finally:
+            self.cache.moved(keys)
+            if self._feed is not None:
+                await self._feed.publish(self._catalog, keys)
+
+    async def close(self) -> None:
+        if self._events is not None:
+            self._events.close()
+        if self._feed is not None:
+            await self._feed.close()
