@@ -33,6 +33,7 @@ from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skip
 from irc_proxy.handling.maintenance.policy import Policy, namespace_layers, resolve
 from irc_proxy.handling.maintenance.spark import Shape, SparkExecutor
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.settings import CatalogMaintenanceSettings
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
 from irc_proxy.stores.maintenance_schedule import ScheduleStore
@@ -265,11 +266,16 @@ class Maintenance:
     async def _run_policy(self, catalog: Catalog, ident: TableIdent) -> Policy:
         """The table's policy, or the catalog's alone when the proxy cannot read the table (each job then says
         why it cannot run: the table is gone, its remote catalog commits it, ...)."""
+        context = RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)
         try:
-            loaded = await catalog.tables.load(ident)
-            return await self.policy(catalog, ident, loaded.metadata.properties)
+            loaded = await catalog.load_table(context, ident)  # served here or by its remote catalog
         except CatalogError:
             return resolve(self.policy_settings(catalog.name), [], {})
+        properties = loaded.metadata.properties
+        try:
+            return await self.policy(catalog, ident, properties)
+        except CatalogError:  # namespaces the proxy cannot read itself (a remote catalog's): the table's own
+            return resolve(self.policy_settings(catalog.name), [], properties)
 
     async def _spark_jobs(self, spark: SparkExecutor, catalog: Catalog, run: MaintenanceRun) -> dict[str, Any]:
         """The run's Spark jobs in one Spark driver (a dry run starts none: it reports the table as it is)."""
