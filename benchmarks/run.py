@@ -42,6 +42,7 @@ ORDER = [
     "console",
     "maintenance_load",
     "spark_pipeline",
+    "compaction_spark",
 ]
 COLUMNS = ("name", "metric", "proxy", "baseline", "ratio", "goal", "result", "vs baseline")
 
