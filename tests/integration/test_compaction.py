@@ -412,8 +412,9 @@ def wide_table(iceberg: RestCatalog, ns: str, name: str, files: int) -> int:
 def test_memory_stays_bounded_on_a_table_many_times_the_buffer(serve: Serve, ns_name: str) -> None:
     """A fresh server rewrites a 10-file table (22 MB of Arrow data), then a 40-file one (87 MB), each into one
     file with a 1 MB buffer: the second, four times bigger, grows the server's peak resident memory by far less
-    than its data. (Peak memory, not memory after the first run: the allocator keeps freed pages resident, ~50 MB
-    measured whatever is read, so the first run's growth says little.)"""
+    than its data (a third at most: ~20 MB measured; an unbounded buffer grows it by ~120 MB). Peak memory, not
+    memory after the first run: the allocator keeps freed pages resident, ~50 MB measured whatever is read, so
+    the first run's growth says little."""
     proxy = serve(CONFIG, "compaction-memory")
     iceberg = RestCatalog("memory", uri=proxy.url, warehouse="local")
     iceberg.create_namespace(ns_name)
@@ -427,7 +428,7 @@ def test_memory_stays_bounded_on_a_table_many_times_the_buffer(serve: Serve, ns_
         grown = peak_rss(proxy.pid) - peak_before
     assert result["status"] == "succeeded" and result["data-files-rewritten"] == 40, result
     assert result["data-files-added"] == 1
-    assert grown < arrow_bytes / 4, f"peak memory grew {grown} bytes rewriting {arrow_bytes} bytes of Arrow data"
+    assert grown < arrow_bytes / 3, f"peak memory grew {grown} bytes rewriting {arrow_bytes} bytes of Arrow data"
     assert len(checksum(iceberg.load_table((ns_name, "big")))) == 320_000
 
 
