@@ -33,7 +33,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from irc_proxy.app import build_catalogs, open_state
 from irc_proxy.handling.maintenance.compaction import RewriteDataFiles, Written, _Rewriter, plan
-from irc_proxy.handling.maintenance.jobs import Job, Limits
+from irc_proxy.handling.maintenance.job import Job, Limits
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings
 from irc_proxy.threads import ThreadRunner

@@ -51,7 +51,8 @@ from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CommitFailed
 from irc_proxy.handling.loaded import OpenedTable
 from irc_proxy.handling.maintenance.binpack import Group, Thresholds, plan_groups
-from irc_proxy.handling.maintenance.jobs import COMMIT_ATTEMPTS, Job, _Deleter, skipped
+from irc_proxy.handling.maintenance.deleting import Deleter
+from irc_proxy.handling.maintenance.job import COMMIT_ATTEMPTS, Job, skipped
 from irc_proxy.handling.storage.storage_reads import TableFiles
 from irc_proxy.handling.tables.tables import LoadedTable, TableChange
 
@@ -396,7 +397,7 @@ class RewriteDataFiles:
         """Delete files this job wrote, confined like every maintenance delete (with the table's storage access)."""
         if self._opened is None:
             self._opened = await self.job.catalog.open_table(self.job.context, self.job.ident)
-        await self.job.threads.run(_Deleter(self.job, self._opened, metadata).delete, paths)
+        await self.job.threads.run(Deleter(self.job, self._opened, metadata).delete, paths)
 
 
 def _counts(planned: Plan) -> dict[str, Any]:
@@ -409,4 +410,5 @@ def _counts(planned: Plan) -> dict[str, Any]:
 
 
 async def rewrite_data_files(job: Job) -> dict[str, Any]:
+    """The ``rewrite-data-files`` runner (``runners.RUNNERS``)."""
     return await RewriteDataFiles(job).run()

@@ -25,11 +25,8 @@ Planning and writing live in ``manifest_rewrite``; this module opens the table, 
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
@@ -47,6 +44,8 @@ from pyiceberg.table.update import (
 from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CatalogError, CommitFailed, CommitStateUnknown
 from irc_proxy.handling.loaded import Owns
+from irc_proxy.handling.maintenance.deleting import discard
+from irc_proxy.handling.maintenance.job import COMMIT_ATTEMPTS, Job, skipped
 from irc_proxy.handling.maintenance.manifest_rewrite import (
     V3_NEEDS_SPARK,
     ManifestPlan,
@@ -56,35 +55,8 @@ from irc_proxy.handling.maintenance.manifest_rewrite import (
     plan_rewrite,
     target_bytes,
 )
-from irc_proxy.handling.security.context import RequestContext
-from irc_proxy.handling.storage.storage_reads import TableFiles, local_path
+from irc_proxy.handling.storage.storage_reads import TableFiles
 from irc_proxy.handling.tables.tables import TableChange
-
-if TYPE_CHECKING:
-    from irc_proxy.handling.maintenance.jobs import Job
-
-
-def discard(paths: Iterable[str], owns: Owns, io: FileIO, real_roots: Sequence[str]) -> None:
-    """Delete the files a failed attempt wrote (only the table's own; one that is gone is fine), locally
-    without following a link on the way (``jobs.unlink_beneath``)."""
-    from irc_proxy.handling.maintenance.jobs import OutsideRoots, unlink_beneath  # jobs imports us
-
-    for path in paths:
-        if not owns(path):
-            continue
-        local = local_path(path)
-        try:
-            if local is not None:
-                unlink_beneath(os.path.realpath(local), real_roots)
-            else:
-                io.delete(path)
-        except (FileNotFoundError, OutsideRoots):
-            continue
-        except Exception:  # noqa: S112  # an orphan then, which remove-orphan-files deletes later
-            continue
-
-
-SYSTEM_PRINCIPAL = "irc-proxy"
 
 
 @dataclass(frozen=True)
@@ -115,10 +87,6 @@ def _result(rewritten: int, added: int, kept: int, entries: int, **more: Any) ->
     return {"status": "succeeded", **counts, "entries-processed": entries, **more}
 
 
-def _skipped(reason: str) -> dict[str, Any]:
-    return {"status": "skipped", "reason": reason}
-
-
 class RewriteManifests:
     """Merge the small data manifests of ``main``'s current snapshot (see the module)."""
 
@@ -126,10 +94,8 @@ class RewriteManifests:
         self.job = job
 
     async def run(self) -> dict[str, Any]:
-        from irc_proxy.handling.maintenance.jobs import COMMIT_ATTEMPTS  # jobs imports this module
-
         if not self.job.catalog.supports(Capability.TABLE_COMMITS):
-            return _skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
+            return skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
         for _attempt in range(COMMIT_ATTEMPTS):
             prepared = await self.prepare()
             if not isinstance(prepared, Prepared):
@@ -137,7 +103,7 @@ class RewriteManifests:
             result = await self.attempt(prepared)
             if result is not None:
                 return result
-        return _skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; no manifest rewritten")
+        return skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; no manifest rewritten")
 
     async def prepare(self) -> Prepared | dict[str, Any]:
         """Plan from the table as it is now and write the new manifests and manifest list; the job's result
@@ -165,11 +131,10 @@ class RewriteManifests:
     async def _plan(self) -> _Planned | dict[str, Any]:
         """The table opened and its rewrite planned, or the job's result when nothing is to be written."""
         job = self.job
-        context = RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)
-        opened = await job.catalog.open_table(context, job.ident)
+        opened = await job.open()
         metadata = opened.load.metadata
         if metadata.format_version >= 3:
-            return _skipped(V3_NEEDS_SPARK)
+            return skipped(V3_NEEDS_SPARK)
         main = metadata.refs.get(MAIN_BRANCH)
         current = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
         if current is None:
@@ -179,7 +144,7 @@ class RewriteManifests:
         target = target_bytes(metadata)
         rewriter = ManifestRewriter(metadata, read, owns, io, target, job.limits.max_files)
         if not rewriter.confined():
-            return _skipped("the table's metadata directory lies outside its locations: nothing can be written")
+            return skipped("the table's metadata directory lies outside its locations: nothing can be written")
         try:
             manifests = await job.threads.run(current_manifests, current, read, owns)
         except CatalogError as exc:
@@ -238,5 +203,5 @@ class RewriteManifests:
 
 
 async def rewrite_manifests(job: Job) -> dict[str, Any]:
-    """The ``rewrite-manifests`` runner (``jobs.RUNNERS``)."""
+    """The ``rewrite-manifests`` runner (``runners.RUNNERS``)."""
     return await RewriteManifests(job).run()
