@@ -311,19 +311,17 @@ class InProcess:
 
     async def rewrite_then_commit(self, meanwhile: Any) -> tuple[str | None, Written]:
         """Plan and write the new files, let ``meanwhile()`` commit through the server, then commit."""
-        loaded = await self.job.catalog.tables.load(self.job.ident)
-        io = self.rewrite._io(loaded.metadata)
-        files = self.rewrite._files(loaded.metadata)
-        planned = plan(loaded, io, files, self.job)
+        access = await self.rewrite.open()
+        planned = plan(access, self.job)
         assert planned.groups
         written = Written()
-        rewriter = _Rewriter(loaded.metadata, io, files, self.job.limits.rewrite_buffer_bytes)
+        rewriter = _Rewriter(access, self.job.limits.rewrite_buffer_bytes)
         for group in planned.groups:
             rewriter.rewrite(group, planned.thresholds, written)
         meanwhile()
-        reason = await self.rewrite._commit(planned, io, written)
+        reason = await self.rewrite._commit(planned, access, written)
         if reason is not None:
-            await self.rewrite._delete(loaded.metadata, written.paths)
+            await self.rewrite._delete(access, written.paths)
         return reason, written
 
 

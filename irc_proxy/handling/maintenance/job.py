@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
+from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy.handling.catalog import COMMIT_TABLE, Catalog
@@ -130,3 +131,11 @@ def no_storage_access(opened: OpenedTable) -> str | None:
             "credentials for it"
         )
     return None
+
+
+def storage_io(opened: OpenedTable) -> FileIO:
+    """A FileIO with the proxy's storage access to the opened table (``OpenedTable.storage``: the catalog's own
+    settings served here, e.g. S3 for Glue; the credentials a remote catalog vended when forwarded), through which a
+    job writes its new files. Check ``no_storage_access`` first."""
+    assert opened.storage is not None
+    return load_file_io(dict(opened.storage), opened.load.metadata.location)

@@ -11,13 +11,15 @@ manifests of ``main``'s current snapshot, per partition spec, into manifests of 
 * the summary has Java's ``manifests-created``, ``manifests-kept``, ``manifests-replaced`` and
   ``entries-processed`` and the previous snapshot's totals; the created manifests must hold as many live
   files as the replaced ones (Java's ``validateFilesCounts``), or nothing is committed;
-* the commit goes through the catalog's normal commit path with ``assert-table-uuid`` and
+* the commit goes through the catalog's normal commit path (``Catalog.commit_table``: here, or forwarded to a
+  remote catalog as the proxy itself) with ``assert-table-uuid`` and
   ``assert-ref-snapshot-id`` on ``main``, on the metadata file planned from: any concurrent commit makes the
   job plan again (``COMMIT_ATTEMPTS``), then skip; the files an attempt wrote are deleted when its commit fails;
 * the replaced manifests are not deleted here: older snapshots still name them (``expire-snapshots`` removes
   them once no retained snapshot does), so ``gc.enabled`` does not matter to this job.
 
-Manifests are read through the catalog's bounded reader (``Catalog.open_table``), confined to the table; the
+Manifests are read through the catalog's bounded reader (``Catalog.open_table``), confined to the table, and the
+new ones written through a FileIO with the proxy's storage access to the table (``job.storage_io``); the
 entries read are bounded by ``max_files_per_run`` (bins past the budget wait for the next run,
 ``truncated``). Format v3 tables are ``skipped``: pyiceberg 0.12 cannot write v3 manifests (row lineage).
 Planning and writing live in ``manifest_rewrite``; this module opens the table, commits and cleans up.
@@ -41,11 +43,10 @@ from pyiceberg.table.update import (
     TableUpdate,
 )
 
-from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CatalogError, CommitFailed, CommitStateUnknown
 from irc_proxy.handling.loaded import Owns
 from irc_proxy.handling.maintenance.deleting import discard
-from irc_proxy.handling.maintenance.job import COMMIT_ATTEMPTS, Job, skipped
+from irc_proxy.handling.maintenance.job import COMMIT_ATTEMPTS, Job, no_storage_access, refusal, skipped, storage_io
 from irc_proxy.handling.maintenance.manifest_rewrite import (
     V3_NEEDS_SPARK,
     ManifestPlan,
@@ -63,7 +64,8 @@ from irc_proxy.handling.tables.tables import TableChange
 class Prepared:
     """One attempt, written and ready to commit: the table as planned from and what was written for it."""
 
-    metadata_location: str
+    metadata_location: str | None
+    """The metadata file planned from (None: a remote catalog named none; its requirements guard the commit)."""
     metadata: TableMetadata
     current: Snapshot
     plan: ManifestPlan
@@ -74,7 +76,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class _Planned:
-    metadata_location: str
+    metadata_location: str | None
     current: Snapshot
     plan: ManifestPlan
     rewriter: ManifestRewriter
@@ -94,8 +96,8 @@ class RewriteManifests:
         self.job = job
 
     async def run(self) -> dict[str, Any]:
-        if not self.job.catalog.supports(Capability.TABLE_COMMITS):
-            return skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
+        if (reason := await refusal(self.job)) is not None:
+            return skipped(reason)
         for _attempt in range(COMMIT_ATTEMPTS):
             prepared = await self.prepare()
             if not isinstance(prepared, Prepared):
@@ -133,14 +135,14 @@ class RewriteManifests:
         job = self.job
         opened = await job.open()
         metadata = opened.load.metadata
-        if metadata.format_version >= 3:
-            return skipped(V3_NEEDS_SPARK)
+        if (reason := V3_NEEDS_SPARK if metadata.format_version >= 3 else no_storage_access(opened)) is not None:
+            return skipped(reason)
         main = metadata.refs.get(MAIN_BRANCH)
         current = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
         if current is None:
             return _result(0, 0, 0, 0, note="the table has no snapshot")
         read, owns = opened.files(metadata)
-        io = job.catalog.tables.files.reader.file_io(metadata.location)
+        io = storage_io(opened)
         target = target_bytes(metadata)
         rewriter = ManifestRewriter(metadata, read, owns, io, target, job.limits.max_files)
         if not rewriter.confined():
@@ -152,7 +154,7 @@ class RewriteManifests:
         plan = plan_rewrite(manifests, target, job.limits.max_files)
         if not plan.bins:
             return _result(0, 0, len(manifests), 0, truncated=plan.truncated)
-        return _Planned(opened.load.location, current, plan, rewriter, owns, io)
+        return _Planned(opened.load.location or None, current, plan, rewriter, owns, io)
 
     async def attempt(self, prepared: Prepared) -> dict[str, Any] | None:
         """Commit a prepared rewrite: the job's result, or None when the table changed since it was planned
@@ -195,10 +197,10 @@ class RewriteManifests:
         }
         updates: list[TableUpdate] = [AddSnapshotUpdate(snapshot=snapshot), SetSnapshotRefUpdate.model_validate(ref)]
         change = TableChange(self.job.ident, requirements, updates, base_location=prepared.metadata_location)
-        await self.job.catalog.tables.commit(change)
+        await self.job.catalog.commit_table(self.job.context, change)
 
     async def _discard(self, written: Written, owns: Owns, io: FileIO, metadata: TableMetadata) -> None:
-        roots = TableFiles(metadata, self.job.catalog.tables.storage.locations).real_roots
+        roots = TableFiles(metadata, None).real_roots  # owns checks the catalog's allowed locations
         await self.job.threads.run(discard, list(written.paths), owns, io, roots)
 
 
