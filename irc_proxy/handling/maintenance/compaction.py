@@ -168,7 +168,12 @@ def plan(access: Access, job: Job) -> Plan:
         raise CannotRewrite(f"the table writes {metadata.properties[WRITE_FORMAT]} files: {USE_SPARK}")
     live = live_files(metadata, access.io, access.owns, job.limits.max_files)
     blocked = with_deletes(metadata, live)
-    thresholds = Thresholds.of(metadata.properties)
+    policy_target = job.target_file_size
+    thresholds = (
+        Thresholds.of(metadata.properties)
+        if policy_target is None
+        else Thresholds.of(metadata.properties, policy_target)
+    )
     spec_id = metadata.default_spec_id
     candidates = [
         ((f.spec_id, f.partition), f.file_size_in_bytes, f)
@@ -430,6 +435,7 @@ def _counts(planned: Plan) -> dict[str, Any]:
         "data-files-rewritten": len(planned.rewritten),
         "bytes-rewritten": sum(group.size for group in planned.groups),
         "partitions-rewritten": len({group.key for group in planned.groups}),
+        "target-file-size-bytes": planned.thresholds.target,
     }
 
 

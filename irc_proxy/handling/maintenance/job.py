@@ -73,6 +73,18 @@ class Job:
         return self.limits.orphan_min_age if own is None else own
 
     @property
+    def target_file_size(self) -> int | None:
+        """``rewrite-data-files``' target file size by the policy (the table's ``write.target-file-size-bytes``
+        still wins); None: Iceberg's default."""
+        return None if self.policy is None else self.policy.settings.target_file_size_bytes
+
+    @property
+    def manifest_target_size(self) -> int | None:
+        """``rewrite-manifests``' target manifest size by the policy (the table's
+        ``commit.manifest.target-size-bytes`` still wins); None: Iceberg's default."""
+        return None if self.policy is None else self.policy.settings.manifest_target_size_bytes
+
+    @property
     def context(self) -> RequestContext:
         """The proxy itself as the caller (a forwarded commit or load goes upstream with its own credentials)."""
         return RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)

@@ -143,7 +143,11 @@ class RewriteManifests:
             return _result(0, 0, 0, 0, note="the table has no snapshot")
         read, owns = opened.files(metadata)
         io = storage_io(opened)
-        target = target_bytes(metadata)
+        target = (
+            target_bytes(metadata)
+            if job.manifest_target_size is None
+            else target_bytes(metadata, job.manifest_target_size)
+        )
         rewriter = ManifestRewriter(metadata, read, owns, io, target, job.limits.max_files)
         if not rewriter.confined():
             return skipped("the table's metadata directory lies outside its locations: nothing can be written")
