@@ -23,7 +23,7 @@ from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.catalog import Catalog, Catalogs
-from irc_proxy.handling.maintenance.jobs import Limits
+from irc_proxy.handling.maintenance.job import Limits
 from irc_proxy.handling.maintenance.runs import Maintenance, WorkerSettings
 from irc_proxy.handling.maintenance.schedule import Scheduler
 from irc_proxy.handling.maintenance.spark import SparkExecutor, SparkSettings

@@ -140,7 +140,7 @@ class _Plan:
 def _usage(args: argparse.Namespace, separator: str) -> str | None:
     """What is wrong with the arguments themselves (exit 2, before the state database is opened), or None."""
     from irc_proxy.errors import CatalogError
-    from irc_proxy.handling.maintenance.jobs import JOBS
+    from irc_proxy.handling.maintenance.job import JOBS
     from irc_proxy.handling.naming import typed_identifier, typed_namespace
     from irc_proxy.text import printable
 
@@ -267,7 +267,7 @@ async def _plan(catalogs: Catalogs, maintenance: Maintenance, args: argparse.Nam
 
 
 def _all_jobs() -> tuple[str, ...]:
-    from irc_proxy.handling.maintenance.jobs import JOBS
+    from irc_proxy.handling.maintenance.job import JOBS
 
     return JOBS
 

@@ -33,7 +33,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from irc_proxy.app import build_catalogs, open_state
 from irc_proxy.handling.maintenance.compaction import RewriteDataFiles, Written, _Rewriter, plan
-from irc_proxy.handling.maintenance.jobs import Job, Limits
+from irc_proxy.handling.maintenance.job import Job, Limits
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings
 from irc_proxy.threads import ThreadRunner
@@ -247,6 +247,33 @@ def add_position_delete(table: Table, target: DataFile) -> None:
         producer.commit()
 
 
+def test_a_namespace_policy_sets_the_target_file_size_and_the_tables_own_property_still_wins(
+    http: httpx.Client, iceberg: RestCatalog, ns_name: str
+) -> None:
+    """``irc-proxy.maintenance.target_file_size_bytes`` on the namespace: with a target the files already meet (each
+    within 0.75x-1.8x of it) nothing is a candidate; the table's ``write.target-file-size-bytes`` wins over it."""
+    table = small_files(iceberg, ns_name, "targeted", 6, partitioned=False)
+    sizes = [f.file_size_in_bytes for f in data_files(table)]
+    target = max(sizes)
+    assert target >= 1024 and min(sizes) >= 0.75 * target, sizes  # the files are this size, give or take
+    assert run(http, ns_name, "targeted", dry_run=True)["data-files-rewritten"] == 6  # Iceberg's 512 MiB
+
+    iceberg.update_namespace_properties(
+        (ns_name,), updates={"irc-proxy.maintenance.target_file_size_bytes": str(target)}
+    )
+    result = run(http, ns_name, "targeted")
+
+    assert result["target-file-size-bytes"] == target and result["data-files-rewritten"] == 0, result
+    assert len(data_files(iceberg.load_table((ns_name, "targeted")))) == 6
+
+    with table.transaction() as change:
+        change.set_properties({"write.target-file-size-bytes": str(64 << 20)})
+    result = run(http, ns_name, "targeted")
+
+    assert result["target-file-size-bytes"] == 64 << 20 and result["data-files-rewritten"] == 6, result
+    assert len(data_files(iceberg.load_table((ns_name, "targeted")))) == 1
+
+
 def test_a_table_with_delete_files_is_skipped_naming_the_spark_executor(
     http: httpx.Client, iceberg: RestCatalog, ns_name: str
 ) -> None:
@@ -311,19 +338,17 @@ class InProcess:
 
     async def rewrite_then_commit(self, meanwhile: Any) -> tuple[str | None, Written]:
         """Plan and write the new files, let ``meanwhile()`` commit through the server, then commit."""
-        loaded = await self.job.catalog.tables.load(self.job.ident)
-        io = self.rewrite._io(loaded.metadata)
-        files = self.rewrite._files(loaded.metadata)
-        planned = plan(loaded, io, files, self.job)
+        access = await self.rewrite.open()
+        planned = plan(access, self.job)
         assert planned.groups
         written = Written()
-        rewriter = _Rewriter(loaded.metadata, io, files, self.job.limits.rewrite_buffer_bytes)
+        rewriter = _Rewriter(access, self.job.limits.rewrite_buffer_bytes)
         for group in planned.groups:
             rewriter.rewrite(group, planned.thresholds, written)
         meanwhile()
-        reason = await self.rewrite._commit(planned, io, written)
+        reason = await self.rewrite._commit(planned, access, written)
         if reason is not None:
-            await self.rewrite._delete(loaded.metadata, written.paths)
+            await self.rewrite._delete(access, written.paths)
         return reason, written
 
 

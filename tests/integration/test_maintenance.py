@@ -25,7 +25,8 @@ from pyiceberg.table import Table
 
 from irc_proxy.app import build_catalogs, open_state
 from irc_proxy.errors import CommitFailed
-from irc_proxy.handling.maintenance.jobs import ExpireSnapshots, Job, Limits
+from irc_proxy.handling.maintenance.job import Job, Limits
+from irc_proxy.handling.maintenance.jobs import ExpireSnapshots
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings
 from irc_proxy.threads import ThreadRunner

@@ -23,7 +23,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 
 from irc_proxy.app import build_catalogs, open_state
-from irc_proxy.handling.maintenance.jobs import Job, Limits
+from irc_proxy.handling.maintenance.job import Job, Limits
 from irc_proxy.handling.maintenance.manifests import Prepared, RewriteManifests
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings

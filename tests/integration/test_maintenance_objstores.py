@@ -152,6 +152,66 @@ def test_expiry_on_glue_deletes_the_expired_files_from_s3_and_keeps_what_is_reac
     assert checksum(table) == before_rows
 
 
+# The rewrite jobs ------------------------------------------------------------------------------------------
+def appended(iceberg: RestCatalog, ns: str, name: str, appends: int) -> Table:
+    """A table of ``appends`` small appends: as many data files and manifests."""
+    iceberg.create_namespace_if_not_exists(ns)
+    table = iceberg.create_table((ns, name), schema=rows(0).schema)
+    for i in range(appends):
+        table.append(rows(i * 2))
+    return table
+
+
+def data_file_count(table: Table) -> int:
+    return len(list(table.scan().plan_files()))
+
+
+def manifest_count(table: Table) -> int:
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    return len(snapshot.manifests(table.io))
+
+
+def test_rewrite_data_files_on_glue_writes_the_compacted_files_to_s3_and_keeps_every_row(
+    http: httpx.Client, iceberg: RestCatalog, s3: Any, ns_name: str
+) -> None:
+    table = appended(iceberg, ns_name, "compacted", 6)
+    prefix = key_of(table.location()) + "/"
+    before_rows, before_keys = checksum(table), keys(s3, prefix)
+    assert data_file_count(table) == 6
+
+    result = run(http, ns_name, "compacted", ["rewrite-data-files"])
+
+    rewrite = result["results"]["rewrite-data-files"]
+    assert result["status"] == "succeeded" and rewrite["status"] == "succeeded", result
+    assert rewrite["data-files-rewritten"] == 6 and rewrite["data-files-added"] == 1, rewrite
+    table = iceberg.load_table((ns_name, "compacted"))
+    assert checksum(table) == before_rows and data_file_count(table) == 1
+    (added,) = (task.file.file_path for task in table.scan().plan_files())
+    assert added.startswith(f"s3://{BUCKET}/") and key_of(added) in keys(s3, prefix) - before_keys
+
+
+def test_rewrite_manifests_on_glue_merges_them_into_one_on_s3_and_keeps_every_row(
+    http: httpx.Client, iceberg: RestCatalog, s3: Any, ns_name: str
+) -> None:
+    table = appended(iceberg, ns_name, "merged", 5)
+    prefix = key_of(table.location()) + "/"
+    before_rows, before_keys = checksum(table), keys(s3, prefix)
+    assert manifest_count(table) == 5
+
+    result = run(http, ns_name, "merged", ["rewrite-manifests"])
+
+    rewrite = result["results"]["rewrite-manifests"]
+    assert result["status"] == "succeeded" and rewrite["status"] == "succeeded", result
+    assert rewrite["manifests-rewritten"] == 5 and rewrite["manifests-added"] == 1, rewrite
+    table = iceberg.load_table((ns_name, "merged"))
+    assert checksum(table) == before_rows and manifest_count(table) == 1
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    (manifest,) = snapshot.manifests(table.io)
+    assert key_of(manifest.manifest_path) in keys(s3, prefix) - before_keys
+
+
 # Remove orphan files ---------------------------------------------------------------------------------------
 def test_through_the_api_s3_is_listed_and_files_younger_than_orphan_min_age_stay(
     http: httpx.Client, iceberg: RestCatalog, s3: Any, ns_name: str
@@ -285,6 +345,21 @@ def test_a_forwarded_catalog_expires_and_removes_orphans_upstream_with_the_stora
         assert orphans["remove-orphan-files"]["files-deleted"] == 1, orphans
         assert keys_in(s3, VENDED_BUCKET, prefix) == left | {new}
         assert checksum(writer.load_table((ns_name, "sales"))) == before_rows
+
+        # The rewrite jobs: written with the vended credentials, committed upstream.
+        table = writer.load_table((ns_name, "sales"))
+        for i in range(5):
+            table.append(rows(2000 + i * 2))
+        before_rows, files_before, manifests_before = checksum(table), data_file_count(table), manifest_count(table)
+        with httpx.Client(base_url=front.url, timeout=60) as http:
+            queued = request_run(http, ns_name, "sales", ["rewrite-data-files", "rewrite-manifests"], catalog="fed")
+            result = finished_run(http, queued, "fed")
+
+        assert result["status"] == "succeeded", result
+        assert result["results"]["rewrite-data-files"]["data-files-added"] == 1, result
+        upstream = writer.load_table((ns_name, "sales"))
+        assert checksum(upstream) == before_rows
+        assert data_file_count(upstream) == 1 < files_before and manifest_count(upstream) < manifests_before
     finally:
         front.stop()
         remote.stop()

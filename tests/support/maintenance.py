@@ -13,7 +13,8 @@ from urllib.parse import unquote, urlparse
 import httpx
 
 from irc_proxy.app import build_catalogs, open_state
-from irc_proxy.handling.maintenance.jobs import RUNNERS, Job, Limits
+from irc_proxy.handling.maintenance.job import Job, Limits
+from irc_proxy.handling.maintenance.runners import RUNNERS
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.settings import load_settings
 from irc_proxy.threads import ThreadRunner

@@ -39,12 +39,13 @@ class Thresholds:
     max_group_size: int = MAX_FILE_GROUP_SIZE
 
     @classmethod
-    def of(cls, properties: Mapping[str, str]) -> Thresholds:
-        """Java's defaults around the table's target file size (an unreadable property: the default)."""
+    def of(cls, properties: Mapping[str, str], default: int = DEFAULT_TARGET_FILE_SIZE) -> Thresholds:
+        """Java's defaults around the table's target file size: its ``write.target-file-size-bytes``, else (unset or
+        unreadable) ``default`` (the maintenance policy's ``target_file_size_bytes``)."""
         try:
-            target = int(properties.get(TARGET_FILE_SIZE, DEFAULT_TARGET_FILE_SIZE))
+            target = int(properties.get(TARGET_FILE_SIZE, default))
         except ValueError:
-            target = DEFAULT_TARGET_FILE_SIZE
+            target = default
         target = max(target, 1)
         return cls(target, int(target * MIN_FILE_SIZE_RATIO), int(target * MAX_FILE_SIZE_RATIO))
 

@@ -47,13 +47,19 @@ from pyiceberg.table.update import AssertTableUUID, TableRequirement, TableUpdat
 from pyiceberg.table.update.snapshot import _OverwriteFiles
 from pyiceberg.typedef import EMPTY_DICT
 
-from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CommitFailed
-from irc_proxy.handling.loaded import OpenedTable
+from irc_proxy.handling.loaded import OpenedTable, Owns, TableLoad
 from irc_proxy.handling.maintenance.binpack import Group, Thresholds, plan_groups
-from irc_proxy.handling.maintenance.jobs import COMMIT_ATTEMPTS, Job, _Deleter, skipped
-from irc_proxy.handling.storage.storage_reads import TableFiles
-from irc_proxy.handling.tables.tables import LoadedTable, TableChange
+from irc_proxy.handling.maintenance.deleting import Deleter
+from irc_proxy.handling.maintenance.job import (
+    COMMIT_ATTEMPTS,
+    Job,
+    no_storage_access,
+    refusal,
+    skipped,
+    storage_io,
+)
+from irc_proxy.handling.tables.tables import TableChange
 
 USE_SPARK = 'run it with executor = "spark"'
 WRITE_FORMAT = "write.format.default"
@@ -67,7 +73,7 @@ class CannotRewrite(Exception):
 class Plan:
     """What one run rewrites, planned on ``main``'s head ``snapshot_id``."""
 
-    loaded: LoadedTable
+    loaded: TableLoad
     snapshot_id: int | None
     thresholds: Thresholds
     groups: list[Group[DataFile]]
@@ -93,6 +99,24 @@ class Written:
     and are left for ``remove-orphan-files`` (Java's ``CommitStateUnknownException``)."""
 
 
+@dataclass(frozen=True)
+class Access:
+    """The table opened for a rewrite: what its catalog answered, a FileIO with the proxy's storage access to it
+    (reads and the new files' writes) and which paths are the table's own."""
+
+    opened: OpenedTable
+    io: FileIO
+    owns: Owns
+
+    @property
+    def load(self) -> TableLoad:
+        return self.opened.load
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self.opened.load.metadata
+
+
 @dataclass
 class Live:
     """The live content files of ``main``'s head."""
@@ -101,21 +125,21 @@ class Live:
     deletes: list[DataFile] = field(default_factory=list)
 
 
-def live_files(metadata: TableMetadata, io: FileIO, files: TableFiles, max_files: int) -> Live:
+def live_files(metadata: TableMetadata, io: FileIO, owns: Owns, max_files: int) -> Live:
     """The live data and delete files of ``main``'s head. Raises CannotRewrite for a manifest list, manifest or
     file outside the table's roots, or more files than ``max_files``. Blocking."""
     found = Live()
     snapshot = metadata.snapshot_by_name(MAIN_BRANCH)
     if snapshot is None:
         return found
-    if not files.owns(snapshot.manifest_list):
+    if not owns(snapshot.manifest_list):
         raise CannotRewrite("the table's manifest list lies outside its roots")
     for manifest in snapshot.manifests(io):
-        if not files.owns(manifest.manifest_path):
+        if not owns(manifest.manifest_path):
             raise CannotRewrite("a manifest of the table lies outside its roots")
         for entry in manifest.fetch_manifest_entry(io, discard_deleted=True):
             data_file = entry.data_file
-            if not files.owns(data_file.file_path):
+            if not owns(data_file.file_path):
                 raise CannotRewrite("a data file of the table lies outside its roots")
             is_data = manifest.content == ManifestContent.DATA and data_file.content == DataFileContent.DATA
             (found.data if is_data else found.deletes).append(data_file)
@@ -134,17 +158,22 @@ def with_deletes(metadata: TableMetadata, live: Live) -> set[Hashable]:
     return {(d.spec_id, d.partition) for d in live.deletes}
 
 
-def plan(loaded: LoadedTable, io: FileIO, files: TableFiles, job: Job) -> Plan:
+def plan(access: Access, job: Job) -> Plan:
     """The groups to rewrite (Java's bin-pack), within the run's byte budget: the default spec's Parquet files of
     partitions no delete file applies to. Raises CannotRewrite. Blocking."""
-    metadata = loaded.metadata
+    loaded, metadata = access.load, access.metadata
     if metadata.format_version >= 3:
         raise CannotRewrite(f"format v3 tables keep each row's _row_id and _last_updated_sequence_number: {USE_SPARK}")
     if metadata.properties.get(WRITE_FORMAT, "parquet").lower() != "parquet":
         raise CannotRewrite(f"the table writes {metadata.properties[WRITE_FORMAT]} files: {USE_SPARK}")
-    live = live_files(metadata, io, files, job.limits.max_files)
+    live = live_files(metadata, access.io, access.owns, job.limits.max_files)
     blocked = with_deletes(metadata, live)
-    thresholds = Thresholds.of(metadata.properties)
+    policy_target = job.target_file_size
+    thresholds = (
+        Thresholds.of(metadata.properties)
+        if policy_target is None
+        else Thresholds.of(metadata.properties, policy_target)
+    )
     spec_id = metadata.default_spec_id
     candidates = [
         ((f.spec_id, f.partition), f.file_size_in_bytes, f)
@@ -175,8 +204,9 @@ def plan(loaded: LoadedTable, io: FileIO, files: TableFiles, job: Job) -> Plan:
 class _Rewriter:
     """Writes one group's rows into new Parquet files (blocking), streaming within the buffer."""
 
-    def __init__(self, metadata: TableMetadata, io: FileIO, files: TableFiles, buffer_bytes: int) -> None:
-        self.metadata, self.io, self.files, self.buffer_bytes = metadata, io, files, buffer_bytes
+    def __init__(self, access: Access, buffer_bytes: int) -> None:
+        self.metadata, self.io, self.owns, self.buffer_bytes = access.metadata, access.io, access.owns, buffer_bytes
+        metadata, io = self.metadata, self.io
         self.schema = metadata.schema()
         self.file_schema = sanitize_column_names(self.schema)
         self.model = FileFormatFactory.get(FileFormat.PARQUET)
@@ -219,7 +249,7 @@ class _Output:
     def __init__(self, rewriter: _Rewriter, group: Group[DataFile], written: Written) -> None:
         self.rewriter, self.group, self.written = rewriter, group, written
         self.location = rewriter._location(group, len(written.paths))
-        if not rewriter.files.owns(self.location):
+        if not rewriter.owns(self.location):
             raise CannotRewrite("the table's data location lies outside its roots")
         self.output = rewriter.io.new_output(self.location)
         self.writer = rewriter.model.create_writer(self.output, rewriter.file_schema, rewriter.metadata.properties)
@@ -276,11 +306,11 @@ class _Replace(_OverwriteFiles):
 
 
 def replace_snapshot(
-    loaded: LoadedTable, io: FileIO, rewritten: list[DataFile], added: list[DataFile], written: Written
+    loaded: TableLoad, io: FileIO, rewritten: list[DataFile], added: list[DataFile], written: Written
 ) -> tuple[list[TableRequirement], list[TableUpdate]]:
     """The commit of one ``replace`` snapshot on ``loaded``'s ``main`` (manifests written now). Blocking."""
     metadata = loaded.metadata
-    location = loaded.metadata_location or ""
+    location = loaded.location
     table = IcebergTable(("maintenance", "rewrite"), metadata, location, io, NoopCatalog("maintenance"))
     producer = _Replace(operation=Operation.OVERWRITE, transaction=Transaction(table), io=io, branch=MAIN_BRANCH)
     for data_file in rewritten:
@@ -301,12 +331,12 @@ def conflict(metadata: TableMetadata, start: Plan) -> str | None:
     return None
 
 
-def still_live(metadata: TableMetadata, io: FileIO, files: TableFiles, start: Plan, max_files: int) -> str | None:
+def still_live(metadata: TableMetadata, io: FileIO, owns: Owns, start: Plan, max_files: int) -> str | None:
     """Why the newer head conflicts with the rewrite: a rewritten file no longer live, a delete file added."""
     if (reason := conflict(metadata, start)) is not None:
         return reason
     try:
-        live = live_files(metadata, io, files, max_files)
+        live = live_files(metadata, io, owns, max_files)
     except CannotRewrite as exc:
         return f"the table changed during the rewrite: {exc}"
     if any(d.file_path not in start.deletes for d in live.deletes):
@@ -320,24 +350,24 @@ def still_live(metadata: TableMetadata, io: FileIO, files: TableFiles, start: Pl
 class RewriteDataFiles:
     def __init__(self, job: Job) -> None:
         self.job = job
-        tables = job.catalog.tables
-        self._tables = tables
-        self._opened: OpenedTable | None = None
 
-    def _io(self, metadata: TableMetadata) -> FileIO:
-        return self._tables.files.reader.file_io(metadata.location)
-
-    def _files(self, metadata: TableMetadata) -> TableFiles:
-        return TableFiles(metadata, self._tables.storage.locations)
+    async def open(self) -> Access:
+        """The table as its catalog answers it now, with the proxy's storage access to it. Raises CannotRewrite
+        when the proxy has none (a remote catalog that vended no credentials: nothing could be written)."""
+        opened = await self.job.open()
+        if (reason := no_storage_access(opened)) is not None:
+            raise CannotRewrite(reason)
+        metadata = opened.load.metadata
+        _read, owns = opened.files(metadata)
+        return Access(opened, storage_io(opened), owns)
 
     async def run(self) -> dict[str, Any]:
-        if not self.job.catalog.supports(Capability.TABLE_COMMITS):
-            return skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
+        if (reason := await refusal(self.job)) is not None:
+            return skipped(reason)
         threads = self.job.threads
-        loaded = await self._tables.load(self.job.ident)
-        io, files = self._io(loaded.metadata), self._files(loaded.metadata)
         try:
-            planned = await threads.run(plan, loaded, io, files, self.job)
+            access = await self.open()
+            planned = await threads.run(plan, access, self.job)
         except CannotRewrite as exc:
             return skipped(str(exc))
         counts = _counts(planned)
@@ -345,18 +375,18 @@ class RewriteDataFiles:
             return {"status": "succeeded", "dry-run": self.job.dry_run, **counts, "groups-left": planned.left}
         written = Written()
         try:
-            rewriter = _Rewriter(loaded.metadata, io, files, self.job.limits.rewrite_buffer_bytes)
+            rewriter = _Rewriter(access, self.job.limits.rewrite_buffer_bytes)
             for group in planned.groups:
                 await threads.run(rewriter.rewrite, group, planned.thresholds, written)
-            reason = await self._commit(planned, io, written)
+            reason = await self._commit(planned, access, written)
         except CannotRewrite as exc:
             reason = str(exc)
         except BaseException:
             if not written.in_doubt:
-                await self._delete(loaded.metadata, written.paths)
+                await self._delete(access, written.paths)
             raise
         if reason is not None:
-            await self._delete(loaded.metadata, written.paths)
+            await self._delete(access, written.paths)
             return skipped(reason)
         return {
             "status": "succeeded",
@@ -366,37 +396,37 @@ class RewriteDataFiles:
             "groups-left": planned.left,
         }
 
-    async def _commit(self, planned: Plan, io: FileIO, written: Written) -> str | None:
-        """Commit on the planned head, or on a newer one that passes validation; the reason when given up."""
-        threads, loaded = self.job.threads, planned.loaded
+    async def _commit(self, planned: Plan, access: Access, written: Written) -> str | None:
+        """Commit on the planned head, or on a newer one that passes validation, through the catalog's commit path
+        (here or forwarded upstream); the reason when given up."""
+        threads, loaded, io = self.job.threads, planned.loaded, access.io
         for _attempt in range(COMMIT_ATTEMPTS):
             before = len(written.paths)
             requirements, updates = await threads.run(
                 replace_snapshot, loaded, io, planned.rewritten, written.data_files, written
             )
-            change = TableChange(self.job.ident, requirements, updates, base_location=loaded.metadata_location)
+            change = TableChange(self.job.ident, requirements, updates, base_location=loaded.location or None)
             try:
-                await self._tables.commit(change)
+                await self.job.catalog.commit_table(self.job.context, change)
                 return None
             except CommitFailed:  # refused: nothing of this attempt is live
                 manifests = written.paths[before:]
                 del written.paths[before:]
-                await self._delete(loaded.metadata, manifests)
+                await self._delete(access, manifests)
             except BaseException:
                 written.in_doubt = True
                 raise
-            loaded = await self._tables.load(self.job.ident)
-            files = self._files(loaded.metadata)
-            reason = await threads.run(still_live, loaded.metadata, io, files, planned, self.job.limits.max_files)
+            opened = await self.job.open()
+            loaded = opened.load
+            _read, owns = opened.files(loaded.metadata)
+            reason = await threads.run(still_live, loaded.metadata, io, owns, planned, self.job.limits.max_files)
             if reason is not None:
                 return f"{reason}; nothing rewritten"
         return f"the table changed during each of {COMMIT_ATTEMPTS} commit attempts; nothing rewritten"
 
-    async def _delete(self, metadata: TableMetadata, paths: list[str]) -> None:
+    async def _delete(self, access: Access, paths: list[str]) -> None:
         """Delete files this job wrote, confined like every maintenance delete (with the table's storage access)."""
-        if self._opened is None:
-            self._opened = await self.job.catalog.open_table(self.job.context, self.job.ident)
-        await self.job.threads.run(_Deleter(self.job, self._opened, metadata).delete, paths)
+        await self.job.threads.run(Deleter(self.job, access.opened, access.metadata).delete, paths)
 
 
 def _counts(planned: Plan) -> dict[str, Any]:
@@ -405,8 +435,10 @@ def _counts(planned: Plan) -> dict[str, Any]:
         "data-files-rewritten": len(planned.rewritten),
         "bytes-rewritten": sum(group.size for group in planned.groups),
         "partitions-rewritten": len({group.key for group in planned.groups}),
+        "target-file-size-bytes": planned.thresholds.target,
     }
 
 
 async def rewrite_data_files(job: Job) -> dict[str, Any]:
+    """The ``rewrite-data-files`` runner (``runners.RUNNERS``)."""
     return await RewriteDataFiles(job).run()

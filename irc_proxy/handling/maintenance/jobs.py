@@ -1,5 +1,5 @@
-"""The maintenance jobs the proxy runs itself (the local executor): ``expire-snapshots`` and
-``remove-orphan-files`` here, ``rewrite-manifests`` in ``manifests``, ``rewrite-data-files`` in ``compaction``.
+"""The maintenance jobs ``expire-snapshots`` and ``remove-orphan-files`` on the local executor (``rewrite-manifests``
+is in ``manifests``, ``rewrite-data-files`` in ``compaction``; what they share in ``job`` and ``deleting``).
 
 Safety rules every job keeps (``docs/maintenance.md``):
 
@@ -29,15 +29,11 @@ from __future__ import annotations
 
 import os
 import stat
-import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
-from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.update import (
     AssertRefSnapshotId,
@@ -51,275 +47,30 @@ from pyiceberg.table.update import (
 
 from irc_proxy.backends.object_store import ObjectStore, ObjectStoreError, lists
 from irc_proxy.errors import CommitFailed
-from irc_proxy.handling.catalog import COMMIT_TABLE, Catalog
 from irc_proxy.handling.loaded import OpenedTable, TableLoad
-from irc_proxy.handling.maintenance.manifests import rewrite_manifests
+from irc_proxy.handling.maintenance.deleting import Deleter
+from irc_proxy.handling.maintenance.job import (
+    COMMIT_ATTEMPTS,
+    Job,
+    gc_disabled,
+    no_storage_access,
+    not_alone,
+    refusal,
+    skipped,
+)
 from irc_proxy.handling.maintenance.pauses import AFTER_EXPIRY_COMMIT, pause
-from irc_proxy.handling.maintenance.policy import Policy
 from irc_proxy.handling.maintenance.reach import Incomplete, Reach, TooManyFiles, same
 from irc_proxy.handling.maintenance.retention import ExpiryPlan, plan_expiry
-from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.handling.storage.locations import (
     InvalidLocation,
     StorageLocations,
-    is_under,
     parse_location,
     table_paths,
 )
 from irc_proxy.handling.storage.occupancy import LocationOverlap
-from irc_proxy.handling.storage.purge import redact
 from irc_proxy.handling.storage.storage import table_owner
 from irc_proxy.handling.storage.storage_reads import TableFiles, local_path, within
-from irc_proxy.handling.tables.metadata import GC_ENABLED
 from irc_proxy.handling.tables.tables import LoadedTable, TableChange
-from irc_proxy.threads import ThreadRunner
-
-EXPIRE_SNAPSHOTS = "expire-snapshots"
-REMOVE_ORPHAN_FILES = "remove-orphan-files"
-REWRITE_MANIFESTS = "rewrite-manifests"
-REWRITE_DATA_FILES = "rewrite-data-files"
-JOBS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_MANIFESTS, REWRITE_DATA_FILES)
-GC_DISABLED = "gc.enabled is false: the table's files may be shared with another table"
-OTHER_CATALOGS = "the table's storage overlaps another catalog's allowed locations: its files may be that catalog's"
-SYSTEM_PRINCIPAL = "irc-proxy"
-"""Who runs maintenance: a forwarded commit or load goes upstream as the proxy itself."""
-COMMIT_ATTEMPTS = 3
-"""Plans of one expiry: a table that changed under each of them is skipped (the next run tries again)."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_files: int
-    """Files one job lists, reaches (reads from manifests) and deletes, each."""
-    orphan_min_age: timedelta
-    max_rewrite_bytes: int = 10 * 1024**3
-    """Input bytes one ``rewrite-data-files`` job rewrites (groups beyond wait for the next run)."""
-    rewrite_buffer_bytes: int = 64 * 1024**2
-    """Arrow bytes ``rewrite-data-files`` buffers before writing a row group: its memory bound, with one batch."""
-    clock: Callable[[], float] = time.time
-    """Now, in epoch seconds: what snapshot and file ages are measured against (a test judges ages with it
-    instead of waiting days; an object store's modification times cannot be set)."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One job on one table."""
-
-    catalog: Catalog
-    ident: TableIdent
-    dry_run: bool
-    limits: Limits
-    threads: ThreadRunner
-    foreign: tuple[str, ...] = ()
-    """Storage the catalog does not hold alone: the other catalogs' allowed locations (the occupancy index that
-    keeps tables apart is per catalog). A table whose roots overlap one is left alone."""
-    protected: tuple[str, ...] = ()
-    """The proxy's own files (its data directory, SQLite databases): a table whose roots contain one is left alone."""
-    policy: Policy | None = None
-    """The table's maintenance policy (``policy.resolve``); None: the table's properties and ``limits`` alone."""
-    checkpoint: Checkpoint | None = None
-    """Where a job keeps what a run killed midway must finish (``runs`` keeps it in the run's row)."""
-
-    @property
-    def orphan_min_age(self) -> timedelta:
-        own = None if self.policy is None else self.policy.settings.orphan_min_age
-        return self.limits.orphan_min_age if own is None else own
-
-    @property
-    def context(self) -> RequestContext:
-        """The proxy itself as the caller (a forwarded commit or load goes upstream with its own credentials)."""
-        return RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)
-
-    async def open(self) -> OpenedTable:
-        """The table as the catalog answers it now. Raises NoSuchTable and the remote catalog's errors."""
-        return await self.catalog.open_table(self.context, self.ident)
-
-
-class Checkpoint(Protocol):
-    """A job's notes that outlive its process: saved before a step that cannot be undone, read by the next run."""
-
-    async def load(self) -> dict[str, Any]: ...
-
-    async def save(self, notes: dict[str, Any]) -> None: ...
-
-
-def skipped(reason: str) -> dict[str, Any]:
-    return {"status": "skipped", "reason": reason}
-
-
-def _gc_disabled(metadata: TableMetadata) -> bool:
-    return metadata.properties.get(GC_ENABLED, "true").strip().lower() == "false"
-
-
-def _not_alone(job: Job, metadata: TableMetadata) -> str | None:
-    """Why the table's roots may hold files that are not its own to delete (None: they hold none).
-
-    ``gc.enabled=false`` says so. A table of one catalog may be created over another catalog's tables when
-    their allowed locations overlap (each catalog checks occupancy among its own objects only), or over the
-    proxy's data directory when an allowed location contains it: orphan removal would delete everything
-    there the table does not reach, and an expiry the other catalog's files the table's snapshots name."""
-    if _gc_disabled(metadata):
-        return GC_DISABLED
-    roots = table_paths(metadata.location, metadata.properties)
-    if any(is_under(root, other) or is_under(other, root) for root in roots for other in job.foreign):
-        return OTHER_CATALOGS
-    if any(is_under(own, root) for root in roots for own in job.protected):
-        return "the table's storage contains the proxy's data directory or databases"
-    return None
-
-
-async def _refused(job: Job) -> str | None:
-    """Why the proxy cannot run a job on this catalog's tables (None: it can)."""
-    await job.catalog.discover(job.context)
-    if not job.catalog.serves(COMMIT_TABLE):
-        return "the catalog does not serve table commits"
-    return None
-
-
-def _no_storage_access(opened: OpenedTable) -> str | None:
-    """Why the proxy may not list or delete the table's files (None: it may)."""
-    if opened.storage is None:
-        return (
-            "the proxy has no storage access to the table's files: its remote catalog vended no storage "
-            "credentials for it"
-        )
-    return None
-
-
-class _Deleter:
-    """Deletes confined files (blocking), within a budget, counting what it did: local files one by one
-    (``unlink_beneath``), S3 objects in ``DeleteObjects`` batches, any other store through its FileIO. Each path is
-    checked (``owns``: under the table's roots and, served here, the catalog's allowed locations) right before
-    its delete; a file that cannot be deleted is counted and reported, and the others go on."""
-
-    MAX_ERRORS_SHOWN = 10
-
-    def __init__(self, job: Job, opened: OpenedTable, metadata: TableMetadata) -> None:
-        _read, self.owns = opened.files(metadata)
-        self.real_roots = TableFiles(metadata, None).real_roots
-        self._storage = dict(opened.storage or {})
-        self._timeout = job.catalog.tables.files.reader.limits.timeout
-        self._location = metadata.location
-        self._io: FileIO | None = None
-        self._budget = job.limits.max_files
-        self.deleted = self.bytes = self.failed = self.refused = 0
-        self.errors: dict[str, str] = {}
-        self.truncated = False
-
-    def delete(self, paths: Iterable[str], sizes: Mapping[str, int] | None = None) -> None:
-        objects: list[str] = []
-        for path in paths:
-            if self.deleted + self.failed + len(objects) >= self._budget:
-                self.truncated = True
-                break
-            if not self.owns(path):  # checked again now: a link swapped in meanwhile is refused
-                self.refused += 1
-                continue
-            if lists(path):
-                objects.append(path)
-                continue
-            self._delete_one(path)
-        if objects:
-            self._delete_objects(objects, sizes or {})
-
-    def _delete_one(self, path: str) -> None:
-        local = local_path(path)
-        size = 0
-        try:
-            if local is not None:
-                size = unlink_beneath(os.path.realpath(local), self.real_roots)
-            else:
-                self._file_io().delete(path)
-        except FileNotFoundError:
-            return
-        except OutsideRoots:  # a directory on the way became a link (or the file one) since the check
-            self.refused += 1
-            return
-        except Exception as exc:  # any FileIO failure: counted, the rest goes on
-            self._failed(path, type(exc).__name__)
-            return
-        self.deleted += 1
-        self.bytes += size
-
-    def _file_io(self) -> FileIO:
-        if self._io is None:
-            self._io = load_file_io(self._storage, self._location)
-        return self._io
-
-    def _delete_objects(self, locations: list[str], sizes: Mapping[str, int]) -> None:
-        store = ObjectStore(self._storage, self._timeout)
-        try:
-            failed = store.delete(locations)
-        finally:
-            store.close()
-        for location in locations:
-            if location in failed:
-                self._failed(location, failed[location])
-            else:
-                self.deleted += 1
-                self.bytes += sizes.get(location, 0)
-
-    def _failed(self, path: str, why: str) -> None:
-        self.failed += 1
-        if len(self.errors) < self.MAX_ERRORS_SHOWN:
-            self.errors[redact(path)] = why
-
-    def counts(self) -> dict[str, Any]:
-        counts: dict[str, Any] = {
-            "files-deleted": self.deleted,
-            "bytes-deleted": self.bytes,
-            "files-not-deleted": self.failed,
-            "files-refused": self.refused,
-            "truncated": self.truncated,
-        }
-        if self.errors:
-            counts["delete-errors"] = self.errors
-        return counts
-
-
-class OutsideRoots(OSError):
-    """The file to delete is not (or no longer) a regular file reached from a table root without links."""
-
-
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def unlink_beneath(real: str, roots: Iterable[str]) -> int:
-    """Delete the regular file at the resolved path ``real`` under one of the resolved ``roots``, following no
-    symbolic link on the way; returns its size.
-
-    Each directory below the root is opened relative to its parent with ``O_NOFOLLOW`` and the file is
-    unlinked relative to the last one, so a directory swapped for a link after ``TableFiles.owns`` checked
-    the path cannot carry the delete into another table's directory (``os.unlink`` of the path would
-    follow it). Raises OutsideRoots then, FileNotFoundError when the file is gone, OSError otherwise."""
-    root = next((r for r in roots if real != r and within(real, [r])), None)
-    if root is None:
-        raise OutsideRoots(f"{real} is not under the table's roots")
-    *directories, name = real[len(root.rstrip("/")) + 1 :].split("/")
-    try:
-        fd = os.open(root, _DIRECTORY)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:  # the root became a link since it was resolved
-        raise OutsideRoots(f"{root} is not a directory") from exc
-    try:
-        for directory in directories:
-            try:
-                below = os.open(directory, _DIRECTORY, dir_fd=fd)
-            except FileNotFoundError:
-                raise
-            except OSError as exc:  # ELOOP, ENOTDIR: a link or a file where a directory was
-                raise OutsideRoots(f"{directory} is no longer a directory") from exc
-            os.close(fd)
-            fd = below
-        status = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if not stat.S_ISREG(status.st_mode):
-            raise OutsideRoots(f"{name} is not a regular file")
-        os.unlink(name, dir_fd=fd)
-        return status.st_size
-    finally:
-        os.close(fd)
 
 
 def metadata_files(loaded: LoadedTable | TableLoad) -> set[str]:
@@ -408,7 +159,7 @@ class ExpireSnapshots:
         return _reach(self.job, opened, metadata).kept(snapshot_ids)
 
     async def run(self) -> dict[str, Any]:
-        if (refused := await _refused(self.job)) is not None:
+        if (refused := await refusal(self.job)) is not None:
             return skipped(refused)
         resumed = await self._resume()
         for _attempt in range(COMMIT_ATTEMPTS):
@@ -434,13 +185,13 @@ class ExpireSnapshots:
     async def _attempt(self, planned: Planned) -> dict[str, Any] | None:
         """One plan carried out: the job's result, or None when the table changed before the commit."""
         threads, metadata, plan = self.job.threads, planned.metadata, planned.plan
-        if (reason := _not_alone(self.job, metadata)) is not None:
+        if (reason := not_alone(self.job, metadata)) is not None:
             return skipped(reason)
         expired = set(plan.snapshot_ids)
         counts: dict[str, Any] = {"snapshots-expired": len(expired), "refs-removed": list(plan.refs)}
         if plan.empty:
             return {"status": "succeeded", **counts, "files-deleted": 0, "bytes-deleted": 0}
-        no_access = _no_storage_access(planned.opened)
+        no_access = no_storage_access(planned.opened)
         try:
             candidates = await threads.run(self._candidates, planned.opened, expired) if no_access is None else set()
             if self.job.dry_run:
@@ -480,14 +231,14 @@ class ExpireSnapshots:
             return {"files-deleted": 0, "bytes-deleted": 0, "note": no_access}
         opened = await self.job.open()
         current = opened.load.metadata
-        if _gc_disabled(current):
+        if gc_disabled(current):
             return {"files-deleted": 0, "bytes-deleted": 0, "note": "gc.enabled became false: nothing deleted"}
         threads = self.job.threads
         try:
             kept = await threads.run(self._kept, opened, current)
         except (Incomplete, TooManyFiles) as exc:
             return {"files-deleted": 0, "bytes-deleted": 0, "note": f"nothing deleted: {exc.message}"}
-        deleter = _Deleter(self.job, opened, current)
+        deleter = Deleter(self.job, opened, current)
         await threads.run(deleter.delete, sorted(candidates - kept - metadata_files(opened.load)), self.sizes)
         return deleter.counts()
 
@@ -500,7 +251,7 @@ class RemoveOrphanFiles:
         self.job = job
 
     async def run(self) -> dict[str, Any]:
-        if (refused := await _refused(self.job)) is not None:
+        if (refused := await refusal(self.job)) is not None:
             return skipped(refused)
         job = self.job
         opened = await job.open()
@@ -512,7 +263,7 @@ class RemoveOrphanFiles:
             reached = await threads.run(self._reached, opened)
         except (Incomplete, TooManyFiles) as exc:
             return {"status": "failed", "error": exc.message}
-        deleter = _Deleter(job, opened, metadata)
+        deleter = Deleter(job, opened, metadata)
         try:
             listed, orphans, truncated = await threads.run(self._orphans, opened, deleter.owns, reached)
         except ObjectStoreError as exc:
@@ -530,9 +281,9 @@ class RemoveOrphanFiles:
     async def _refused(self, opened: OpenedTable) -> str | None:
         """Why this table's orphans cannot be removed safely now (None: they can)."""
         metadata = opened.load.metadata
-        if (reason := _not_alone(self.job, metadata)) is not None:
+        if (reason := not_alone(self.job, metadata)) is not None:
             return reason
-        if (reason := _no_storage_access(opened)) is not None:
+        if (reason := no_storage_access(opened)) is not None:
             return reason
         roots = table_paths(metadata.location, metadata.properties)
         storage = self.job.catalog.tables.storage
@@ -643,24 +394,11 @@ def _walk(roots: Iterable[str]) -> Iterator[tuple[str, os.stat_result]]:
                     yield path, status
 
 
-async def _expire_snapshots(job: Job) -> dict[str, Any]:
+async def expire_snapshots(job: Job) -> dict[str, Any]:
+    """The ``expire-snapshots`` runner (``runners.RUNNERS``)."""
     return await ExpireSnapshots(job).run()
 
 
-async def _remove_orphan_files(job: Job) -> dict[str, Any]:
+async def remove_orphan_files(job: Job) -> dict[str, Any]:
+    """The ``remove-orphan-files`` runner (``runners.RUNNERS``)."""
     return await RemoveOrphanFiles(job).run()
-
-
-async def _rewrite_data_files(job: Job) -> dict[str, Any]:
-    from irc_proxy.handling.maintenance.compaction import rewrite_data_files  # builds on this module (and pyarrow)
-
-    return await rewrite_data_files(job)
-
-
-RUNNERS: dict[str, Callable[[Job], Awaitable[dict[str, Any]]]] = {
-    EXPIRE_SNAPSHOTS: _expire_snapshots,
-    REMOVE_ORPHAN_FILES: _remove_orphan_files,
-    REWRITE_MANIFESTS: rewrite_manifests,
-    REWRITE_DATA_FILES: _rewrite_data_files,
-}
-"""Each job the local executor runs, by name; a job not here answers ``skipped``. A new job adds its entry."""

@@ -277,10 +277,11 @@ def current_manifests(snapshot: Snapshot, read: Read, owns: Owns) -> list[Manife
         raise Unprocessable(f"Cannot read manifest list {redact(path)}: unreadable") from exc
 
 
-def target_bytes(metadata: TableMetadata) -> int:
-    """The table's ``commit.manifest.target-size-bytes`` (Java's default when unset or not a positive number)."""
+def target_bytes(metadata: TableMetadata, default: int = MANIFEST_TARGET_SIZE_DEFAULT) -> int:
+    """The table's ``commit.manifest.target-size-bytes``; ``default`` (the maintenance policy's
+    ``manifest_target_size_bytes``, else Java's default) when unset or not a positive number."""
     try:
-        value = int(metadata.properties.get(MANIFEST_TARGET_SIZE, MANIFEST_TARGET_SIZE_DEFAULT))
+        value = int(metadata.properties.get(MANIFEST_TARGET_SIZE, default))
     except ValueError:
-        return MANIFEST_TARGET_SIZE_DEFAULT
-    return value if value > 0 else MANIFEST_TARGET_SIZE_DEFAULT
+        return default
+    return value if value > 0 else default

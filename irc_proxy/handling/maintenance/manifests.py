@@ -11,13 +11,15 @@ manifests of ``main``'s current snapshot, per partition spec, into manifests of 
 * the summary has Java's ``manifests-created``, ``manifests-kept``, ``manifests-replaced`` and
   ``entries-processed`` and the previous snapshot's totals; the created manifests must hold as many live
   files as the replaced ones (Java's ``validateFilesCounts``), or nothing is committed;
-* the commit goes through the catalog's normal commit path with ``assert-table-uuid`` and
+* the commit goes through the catalog's normal commit path (``Catalog.commit_table``: here, or forwarded to a
+  remote catalog as the proxy itself) with ``assert-table-uuid`` and
   ``assert-ref-snapshot-id`` on ``main``, on the metadata file planned from: any concurrent commit makes the
   job plan again (``COMMIT_ATTEMPTS``), then skip; the files an attempt wrote are deleted when its commit fails;
 * the replaced manifests are not deleted here: older snapshots still name them (``expire-snapshots`` removes
   them once no retained snapshot does), so ``gc.enabled`` does not matter to this job.
 
-Manifests are read through the catalog's bounded reader (``Catalog.open_table``), confined to the table; the
+Manifests are read through the catalog's bounded reader (``Catalog.open_table``), confined to the table, and the
+new ones written through a FileIO with the proxy's storage access to the table (``job.storage_io``); the
 entries read are bounded by ``max_files_per_run`` (bins past the budget wait for the next run,
 ``truncated``). Format v3 tables are ``skipped``: pyiceberg 0.12 cannot write v3 manifests (row lineage).
 Planning and writing live in ``manifest_rewrite``; this module opens the table, commits and cleans up.
@@ -25,11 +27,8 @@ Planning and writing live in ``manifest_rewrite``; this module opens the table, 
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata
@@ -44,9 +43,10 @@ from pyiceberg.table.update import (
     TableUpdate,
 )
 
-from irc_proxy.backends.base import Capability
 from irc_proxy.errors import CatalogError, CommitFailed, CommitStateUnknown
 from irc_proxy.handling.loaded import Owns
+from irc_proxy.handling.maintenance.deleting import discard
+from irc_proxy.handling.maintenance.job import COMMIT_ATTEMPTS, Job, no_storage_access, refusal, skipped, storage_io
 from irc_proxy.handling.maintenance.manifest_rewrite import (
     V3_NEEDS_SPARK,
     ManifestPlan,
@@ -56,42 +56,16 @@ from irc_proxy.handling.maintenance.manifest_rewrite import (
     plan_rewrite,
     target_bytes,
 )
-from irc_proxy.handling.security.context import RequestContext
-from irc_proxy.handling.storage.storage_reads import TableFiles, local_path
+from irc_proxy.handling.storage.storage_reads import TableFiles
 from irc_proxy.handling.tables.tables import TableChange
-
-if TYPE_CHECKING:
-    from irc_proxy.handling.maintenance.jobs import Job
-
-
-def discard(paths: Iterable[str], owns: Owns, io: FileIO, real_roots: Sequence[str]) -> None:
-    """Delete the files a failed attempt wrote (only the table's own; one that is gone is fine), locally
-    without following a link on the way (``jobs.unlink_beneath``)."""
-    from irc_proxy.handling.maintenance.jobs import OutsideRoots, unlink_beneath  # jobs imports us
-
-    for path in paths:
-        if not owns(path):
-            continue
-        local = local_path(path)
-        try:
-            if local is not None:
-                unlink_beneath(os.path.realpath(local), real_roots)
-            else:
-                io.delete(path)
-        except (FileNotFoundError, OutsideRoots):
-            continue
-        except Exception:  # noqa: S112  # an orphan then, which remove-orphan-files deletes later
-            continue
-
-
-SYSTEM_PRINCIPAL = "irc-proxy"
 
 
 @dataclass(frozen=True)
 class Prepared:
     """One attempt, written and ready to commit: the table as planned from and what was written for it."""
 
-    metadata_location: str
+    metadata_location: str | None
+    """The metadata file planned from (None: a remote catalog named none; its requirements guard the commit)."""
     metadata: TableMetadata
     current: Snapshot
     plan: ManifestPlan
@@ -102,7 +76,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class _Planned:
-    metadata_location: str
+    metadata_location: str | None
     current: Snapshot
     plan: ManifestPlan
     rewriter: ManifestRewriter
@@ -115,10 +89,6 @@ def _result(rewritten: int, added: int, kept: int, entries: int, **more: Any) ->
     return {"status": "succeeded", **counts, "entries-processed": entries, **more}
 
 
-def _skipped(reason: str) -> dict[str, Any]:
-    return {"status": "skipped", "reason": reason}
-
-
 class RewriteManifests:
     """Merge the small data manifests of ``main``'s current snapshot (see the module)."""
 
@@ -126,10 +96,8 @@ class RewriteManifests:
         self.job = job
 
     async def run(self) -> dict[str, Any]:
-        from irc_proxy.handling.maintenance.jobs import COMMIT_ATTEMPTS  # jobs imports this module
-
-        if not self.job.catalog.supports(Capability.TABLE_COMMITS):
-            return _skipped("the tables of this catalog are committed by its remote catalog: not implemented yet")
+        if (reason := await refusal(self.job)) is not None:
+            return skipped(reason)
         for _attempt in range(COMMIT_ATTEMPTS):
             prepared = await self.prepare()
             if not isinstance(prepared, Prepared):
@@ -137,7 +105,7 @@ class RewriteManifests:
             result = await self.attempt(prepared)
             if result is not None:
                 return result
-        return _skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; no manifest rewritten")
+        return skipped(f"the table changed during each of {COMMIT_ATTEMPTS} attempts; no manifest rewritten")
 
     async def prepare(self) -> Prepared | dict[str, Any]:
         """Plan from the table as it is now and write the new manifests and manifest list; the job's result
@@ -165,21 +133,24 @@ class RewriteManifests:
     async def _plan(self) -> _Planned | dict[str, Any]:
         """The table opened and its rewrite planned, or the job's result when nothing is to be written."""
         job = self.job
-        context = RequestContext(request_id=f"maintenance-{uuid.uuid4().hex}", principal=SYSTEM_PRINCIPAL)
-        opened = await job.catalog.open_table(context, job.ident)
+        opened = await job.open()
         metadata = opened.load.metadata
-        if metadata.format_version >= 3:
-            return _skipped(V3_NEEDS_SPARK)
+        if (reason := V3_NEEDS_SPARK if metadata.format_version >= 3 else no_storage_access(opened)) is not None:
+            return skipped(reason)
         main = metadata.refs.get(MAIN_BRANCH)
         current = metadata.snapshot_by_id(main.snapshot_id) if main is not None else None
         if current is None:
             return _result(0, 0, 0, 0, note="the table has no snapshot")
         read, owns = opened.files(metadata)
-        io = job.catalog.tables.files.reader.file_io(metadata.location)
-        target = target_bytes(metadata)
+        io = storage_io(opened)
+        target = (
+            target_bytes(metadata)
+            if job.manifest_target_size is None
+            else target_bytes(metadata, job.manifest_target_size)
+        )
         rewriter = ManifestRewriter(metadata, read, owns, io, target, job.limits.max_files)
         if not rewriter.confined():
-            return _skipped("the table's metadata directory lies outside its locations: nothing can be written")
+            return skipped("the table's metadata directory lies outside its locations: nothing can be written")
         try:
             manifests = await job.threads.run(current_manifests, current, read, owns)
         except CatalogError as exc:
@@ -187,7 +158,7 @@ class RewriteManifests:
         plan = plan_rewrite(manifests, target, job.limits.max_files)
         if not plan.bins:
             return _result(0, 0, len(manifests), 0, truncated=plan.truncated)
-        return _Planned(opened.load.location, current, plan, rewriter, owns, io)
+        return _Planned(opened.load.location or None, current, plan, rewriter, owns, io)
 
     async def attempt(self, prepared: Prepared) -> dict[str, Any] | None:
         """Commit a prepared rewrite: the job's result, or None when the table changed since it was planned
@@ -230,13 +201,13 @@ class RewriteManifests:
         }
         updates: list[TableUpdate] = [AddSnapshotUpdate(snapshot=snapshot), SetSnapshotRefUpdate.model_validate(ref)]
         change = TableChange(self.job.ident, requirements, updates, base_location=prepared.metadata_location)
-        await self.job.catalog.tables.commit(change)
+        await self.job.catalog.commit_table(self.job.context, change)
 
     async def _discard(self, written: Written, owns: Owns, io: FileIO, metadata: TableMetadata) -> None:
-        roots = TableFiles(metadata, self.job.catalog.tables.storage.locations).real_roots
+        roots = TableFiles(metadata, None).real_roots  # owns checks the catalog's allowed locations
         await self.job.threads.run(discard, list(written.paths), owns, io, roots)
 
 
 async def rewrite_manifests(job: Job) -> dict[str, Any]:
-    """The ``rewrite-manifests`` runner (``jobs.RUNNERS``)."""
+    """The ``rewrite-manifests`` runner (``runners.RUNNERS``)."""
     return await RewriteManifests(job).run()

@@ -29,11 +29,12 @@ from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance import metering
-from irc_proxy.handling.maintenance.jobs import JOBS, RUNNERS, Job, Limits, skipped
+from irc_proxy.handling.maintenance.job import JOBS, Job, Limits, skipped
 from irc_proxy.handling.maintenance.policy import Policy, namespace_layers, resolve
+from irc_proxy.handling.maintenance.runners import RUNNERS
 from irc_proxy.handling.maintenance.spark import Shape, SparkExecutor
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.security.context import SYSTEM_PRINCIPAL, RequestContext
 from irc_proxy.settings import CatalogMaintenanceSettings
 from irc_proxy.stores.maintenance import MaintenanceRun, MaintenanceStore, new_run
 from irc_proxy.stores.maintenance_schedule import ScheduleStore
@@ -41,7 +42,6 @@ from irc_proxy.threads import ThreadRunner
 
 __all__ = ["JOBS", "Maintenance", "MaintenanceRun", "NoSuchMaintenanceRun", "WorkerSettings"]
 log = logging.getLogger("irc_proxy.maintenance")
-SYSTEM_PRINCIPAL = "irc-proxy"
 MAX_ID_CHARS = 64
 
 

@@ -20,9 +20,10 @@ from datetime import UTC, datetime, timedelta
 from irc_proxy.errors import CatalogError, NoSuchTable
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance.attention import reasons
-from irc_proxy.handling.maintenance.runs import SYSTEM_PRINCIPAL, Maintenance
+from irc_proxy.handling.maintenance.runs import Maintenance
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.paging import PageRequest
+from irc_proxy.handling.security.context import SYSTEM_PRINCIPAL
 from irc_proxy.stores.maintenance import new_run
 from irc_proxy.stores.maintenance_schedule import ScheduleStore
 

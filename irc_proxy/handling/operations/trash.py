@@ -44,6 +44,7 @@ from irc_proxy.errors import AlreadyExists, CatalogError, NoSuchNamespace, NotFo
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.namespaces import no_such_namespace
 from irc_proxy.handling.naming import TableIdent
+from irc_proxy.handling.security.context import SYSTEM_PRINCIPAL
 from irc_proxy.handling.storage.occupancy import TRASH, LocationOverlap, trash_owner
 from irc_proxy.handling.storage.storage import table_owner
 from irc_proxy.stores.locations import Owner
@@ -52,8 +53,6 @@ from irc_proxy.stores.views import TRASH_NAMESPACE, StoredView
 
 __all__ = ["NoSuchTrashEntry", "Restore", "Restored", "Trash", "TrashEntry", "TrashFilter"]
 log = logging.getLogger("irc_proxy.trash")
-SYSTEM_PRINCIPAL = "irc-proxy"
-"""Who expiry is done by, in the audit trail."""
 EXPUNGE_LEASE = timedelta(minutes=10)
 """A claim this old belongs to a replica that stopped mid-expunge: another may take it over."""
 BATCH = 500

@@ -16,6 +16,10 @@ from irc_proxy.handling.security.authn import ANONYMOUS
 if TYPE_CHECKING:
     from irc_proxy.handling.security.authz import Grants
 
+SYSTEM_PRINCIPAL = "irc-proxy"
+"""The proxy itself as a principal: who runs maintenance and trash expiry (a forwarded commit or load goes upstream
+with the proxy's own credentials), and who requested a scheduled run."""
+
 
 @dataclass
 class AuditNote:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from irc_proxy.handling.maintenance.manifests import discard
+from irc_proxy.handling.maintenance.deleting import discard
 
 
 def test_discard_deletes_only_the_tables_own_files_and_never_through_a_link(tmp_path: Path) -> None:
