@@ -82,13 +82,20 @@ class GlueEvents:
             return
         keys: list[Key] = []
         for message in messages:
-            try:
-                event = json.loads(message.get("Body") or "")
-            except ValueError:
-                continue  # not an event: deleted below all the same, it would come back forever
-            if isinstance(event, Mapping):
-                keys.extend(changed_tables(event, self._catalog_id))
+            keys.extend(self._named(message))
         if keys and not loop.is_closed():
             loop.call_soon_threadsafe(self._changed, keys)
         entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
         self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)
+
+    def _named(self, message: Mapping[str, Any]) -> list[Key]:
+        """The tables one message names; [] for anything that is not a well-formed event.
+
+        Whoever may send to the queue controls the body: a body nested too deep raises RecursionError
+        (not ValueError), and one failure must not abort the batch before its messages are deleted, or
+        they would come back forever and wedge the poller (every event received with them lost)."""
+        try:
+            event = json.loads(message.get("Body") or "")
+            return changed_tables(event, self._catalog_id) if isinstance(event, Mapping) else []
+        except Exception:  # any malformed body is skipped (and deleted with its batch)
+            return []

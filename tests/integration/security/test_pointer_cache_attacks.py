@@ -1,0 +1,46 @@
+"""Attacks on the pointer caches (issue 29): the Glue event queue and the PostgreSQL change feed.
+
+A real ``irc-proxy serve`` process; Glue and SQS are moto's server.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from tests.integration.test_glue_pointer_cache import _location_within, _outside_commit, _setup, _table_change_event
+from tests.support.aws import client, glue_catalog_config
+from tests.support.server import Serve
+
+CATALOG = "glue"
+
+
+def test_a_poison_message_on_the_glue_event_queue_does_not_wedge_the_poller(
+    moto: str, serve: Serve, tmp_path: Path, ns_name: str
+) -> None:
+    """Anyone who may send to the queue sends a body nested too deep to parse (json raises RecursionError,
+    not ValueError): the batch it came in must still be applied and deleted, or the poison message and
+    every event received with it come back forever and outside commits go unseen for the whole ttl."""
+    sqs, glue = client("sqs", moto), client("glue", moto)
+    queue = sqs.create_queue(QueueName=f"glue-poison-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    extra = {"pointer_cache_seconds": "3600", "events_queue_url": f'"{queue}"', "events_endpoint_url": f'"{moto}"'}
+    proxy = serve(glue_catalog_config(CATALOG, moto, tmp_path.as_uri(), **extra), "glue-poison")
+    with httpx.Client(base_url=f"{proxy.url}/v1/{CATALOG}", timeout=30) as http:
+        path, location = _setup(http, ns_name)
+        assert http.get(path).json()["metadata-location"] == location  # cached, the poller started
+        time.sleep(0.5)
+        moved = _outside_commit(glue, ns_name, "t", location)
+        sqs.send_message_batch(
+            QueueUrl=queue,
+            Entries=[
+                {"Id": "poison", "MessageBody": "[" * 50_000},
+                {"Id": "huh", "MessageBody": '{"source": "aws.glue", "detail": {"databaseName": [[[]]]}}'},
+                {"Id": "event", "MessageBody": _table_change_event(ns_name, "t")},
+            ],
+        )
+        took = _location_within(http, path, moved, 15.0)
+        assert took is not None, "the event sent with a poison message was never applied"
+    assert "Messages" not in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=0)  # all consumed
