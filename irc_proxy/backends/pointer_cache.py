@@ -25,8 +25,12 @@ from __future__ import annotations
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from irc_proxy.metrics import POINTER_CACHE_HITS, POINTER_CACHE_INVALIDATIONS, POINTER_CACHE_MISSES
+
+if TYPE_CHECKING:
+    from irc_proxy.backends.pointer_feed import PointerFeed
 
 Key = tuple[str, str]
 """(flat namespace, table name)."""
@@ -133,9 +137,11 @@ class Peers:
     """Who else may move this proxy's pointers, for a backend whose store sends no change signal (Glue).
 
     ``state_url``: the PostgreSQL state database the replicas share (their change feed runs on it);
-    ``processes``: this server's worker processes (without a shared database they cannot hear each other).
+    ``processes``: this server's worker processes (without a shared database they cannot hear each other);
+    ``feeds``: this process's change feeds, one per database (``PointerFeed.shared``).
     """
 
     def __init__(self, state_url: str | None = None, processes: int = 1) -> None:
         self.state_url = state_url
         self.processes = processes
+        self.feeds: dict[str, PointerFeed] = {}

@@ -69,6 +69,11 @@ MAX_PAYLOAD = 7000
 """PostgreSQL refuses payloads of 8000 bytes or more: a bigger change names no keys (flush the catalog)."""
 
 
+def _conninfo(database_url: str) -> str:
+    """psycopg's connection string for a SQLAlchemy URL (also what identifies the database)."""
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 @dataclass
 class _Waiter:
     """A commit of this replica waiting for the other replicas' acks."""
@@ -99,7 +104,8 @@ class PointerFeed:
     """One database's change feed, serving the pointer caches of the catalogs stored in it."""
 
     def __init__(self, database_url: str) -> None:
-        self._conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self._conninfo = _conninfo(database_url)
+        self._users = 0
         self.replica = uuid.uuid4().hex[:16]
         self._caches: dict[str, PointerCache] = {}
         self._numbers = itertools.count(1)
@@ -115,9 +121,23 @@ class PointerFeed:
         self._unsent: tuple[int, asyncio.Future[None]] | None = None
         self._sync_numbers = itertools.count(1)
 
+    @classmethod
+    def shared(cls, feeds: dict[str, PointerFeed], database_url: str) -> PointerFeed:
+        """The feed of ``database_url`` in ``feeds`` (one server's), created on first use.
+
+        One feed per database and process, whatever the number of catalogs stored in it: a feed per
+        catalog would open two connections each and send a sync every heartbeat that every feed of every
+        replica receives, parses and counts as a member (so acks too): N catalogs cost N^2 deliveries."""
+        key = _conninfo(database_url)
+        if key not in feeds:
+            feeds[key] = cls(database_url)
+        return feeds[key]
+
     def attach(self, catalog: str, cache: PointerCache) -> None:
-        """Feed ``cache`` (the pointers of ``catalog``) and let it trust itself only while caught up."""
+        """Feed ``cache`` (the pointers of ``catalog``) and let it trust itself only while caught up; each
+        catalog attached ``close``s the feed once (the last one closes it)."""
         self._caches[catalog] = cache
+        self._users += 1
         cache.trusted = self.caught_up
         cache.fence = functools.partial(self.fence, catalog)
 
@@ -136,6 +156,10 @@ class PointerFeed:
         self._task = loop.create_task(self._run(), name="pointer-feed")
 
     async def close(self) -> None:
+        """One attached catalog is done with the feed; the connections close with the last one."""
+        self._users = max(self._users - 1, 0)
+        if self._users:
+            return
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -29,7 +29,7 @@ class SharedPointers:
             return
         self.cache = PointerCache(catalog, ttl=ttl)
         if peers.state_url is not None:
-            self._feed = PointerFeed(peers.state_url)
+            self._feed = PointerFeed.shared(peers.feeds, peers.state_url)
             self._feed.attach(catalog, self.cache)
 
     def listen(self, events: GlueEvents) -> None:

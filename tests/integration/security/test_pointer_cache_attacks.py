@@ -10,10 +10,13 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.integration.test_glue_pointer_cache import _location_within, _outside_commit, _setup, _table_change_event
 from tests.support.aws import client, glue_catalog_config
-from tests.support.server import Serve
+from tests.support.postgres import scratch_database
+from tests.support.rest import SCHEMA
+from tests.support.server import ProxyProcess, Serve
 
 CATALOG = "glue"
 
@@ -44,3 +47,44 @@ def test_a_poison_message_on_the_glue_event_queue_does_not_wedge_the_poller(
         took = _location_within(http, path, moved, 15.0)
         assert took is not None, "the event sent with a poison message was never applied"
     assert "Messages" not in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=0)  # all consumed
+
+
+@pytest.mark.postgres
+def test_catalogs_on_one_database_share_one_change_feed(tmp_path_factory: pytest.TempPathFactory, ns_name: str) -> None:
+    """Cost: every local catalog on one PostgreSQL database (and the state database) is served by one change
+    feed per process (two connections, one heartbeat), not one per catalog: N feeds per replica would
+    open 2N connections and send 5N syncs a second that every feed of every replica receives and parses
+    (N^2 R^2 deliveries)."""
+    import sqlalchemy
+
+    from irc_proxy.backends.pointer_feed import APPLICATION_NAME
+
+    with scratch_database() as url:
+        warehouse = tmp_path_factory.mktemp("feeds-warehouse")
+        names = [f"c{i}" for i in range(4)]
+        config = f'[state]\ndatabase_url = "{url}"\n' + "".join(
+            f'[catalogs.{n}]\nkind = "local"\ndatabase_url = "{url}"\nwarehouse = "{warehouse.as_uri()}/{n}"\n'
+            for n in names
+        )
+        proxy = ProxyProcess(tmp_path_factory.mktemp("feeds"), config).start()
+        try:
+            with httpx.Client(base_url=proxy.url, timeout=60) as http:
+                for n in names:
+                    assert http.post(f"/v1/{n}/namespaces", json={"namespace": [ns_name]}).status_code == 200
+                    created = http.post(f"/v1/{n}/namespaces/{ns_name}/tables", json={"name": "t", "schema": SCHEMA})
+                    assert created.status_code == 200, created.text
+                    assert http.get(f"/v1/{n}/namespaces/{ns_name}/tables/t").status_code == 200
+            time.sleep(0.5)
+            engine = sqlalchemy.create_engine(url)
+            with engine.connect() as conn:
+                feeds = conn.execute(
+                    sqlalchemy.text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = :n "
+                        "AND datname = current_database()"
+                    ),
+                    {"n": APPLICATION_NAME},
+                ).scalar_one()
+            engine.dispose()
+        finally:
+            proxy.stop()
+    assert feeds == 2, f"{feeds} change-feed connections for {len(names)} catalogs on one database"
