@@ -88,3 +88,27 @@ def test_catalogs_on_one_database_share_one_change_feed(tmp_path_factory: pytest
         finally:
             proxy.stop()
     assert feeds == 2, f"{feeds} change-feed connections for {len(names)} catalogs on one database"
+
+
+def test_a_glue_event_in_lower_case_drops_a_pointer_cached_under_a_mixed_case_name(
+    moto: str, serve: Serve, tmp_path: Path, ns_name: str
+) -> None:
+    """Glue stores and answers names case-insensitively (lower case) and its change events name tables in
+    lower case; a client that loads ``T`` must not keep being served the cached pointer of ``T`` after an
+    event about ``t`` (with events a deployment sets a long ttl: a dropped table would stay loadable, its
+    files vended, for that long). moto keeps the case it was given, so the table here is ``T`` in moto
+    while the event names it as Glue would."""
+    sqs, glue = client("sqs", moto), client("glue", moto)
+    queue = sqs.create_queue(QueueName=f"glue-case-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    extra = {"pointer_cache_seconds": "3600", "events_queue_url": f'"{queue}"', "events_endpoint_url": f'"{moto}"'}
+    proxy = serve(glue_catalog_config(CATALOG, moto, tmp_path.as_uri(), **extra), "glue-case")
+    with httpx.Client(base_url=f"{proxy.url}/v1/{CATALOG}", timeout=30) as http:
+        assert http.post("/namespaces", json={"namespace": [ns_name]}).status_code == 200
+        created = http.post(f"/namespaces/{ns_name}/tables", json={"name": "T", "schema": SCHEMA})
+        assert created.status_code == 200, created.text
+        path, location = f"/namespaces/{ns_name}/tables/T", created.json()["metadata-location"]
+        assert http.get(path).json()["metadata-location"] == location  # cached under "T"
+        moved = _outside_commit(glue, ns_name, "T", location)
+        sqs.send_message(QueueUrl=queue, MessageBody=_table_change_event(ns_name.lower(), "t"))
+        took = _location_within(http, path, moved, 15.0)
+        assert took is not None, "an event naming the table in Glue's lower case left the cached pointer"
