@@ -51,7 +51,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import make_url
 
-from irc_proxy.backends.pointer_cache import Key, PointerCache
+from irc_proxy.backends.pointer_cache import Key, PointerCache, key_digest
 
 log = logging.getLogger("irc_proxy.pointer_feed")
 
@@ -66,7 +66,9 @@ RECONNECT_SECONDS = 1.0
 STALL_SECONDS = 5 * LEASE_SECONDS
 """No sync came back for this long although the sender works: the listener connection is dead; reconnect."""
 MAX_PAYLOAD = 7000
-"""PostgreSQL refuses payloads of 8000 bytes or more: a bigger change names no keys (flush the catalog)."""
+"""PostgreSQL refuses payloads of 8000 bytes or more: a change whose keys do not fit names their digests
+(``h``, ~350 fit), and only a bigger one names no keys (flush the catalog). A flush per commit would let a
+writer empty every replica's cache of the whole catalog with transactions over its own long-named tables."""
 
 
 def _conninfo(database_url: str) -> str:
@@ -93,11 +95,17 @@ class _Heard:
 
     catalog: str
     keys: frozenset[Key] | None
+    """None: every key (a flush), unless ``digests`` names them."""
     waiter: _Waiter
     deadline: float
+    digests: frozenset[str] | None = None
 
     def touches(self, catalog: str, key: Key) -> bool:
-        return catalog == self.catalog and (self.keys is None or key in self.keys)
+        if catalog != self.catalog:
+            return False
+        if self.digests is not None:
+            return key_digest(key) in self.digests
+        return self.keys is None or key in self.keys
 
 
 class PointerFeed:
@@ -175,6 +183,9 @@ class PointerFeed:
         body: dict[str, Any] = {"k": "c", "r": self.replica, "n": number, "c": catalog}
         body["t"] = None if keys is None else [list(key) for key in keys]
         payload = json.dumps(body)
+        if len(payload.encode()) > MAX_PAYLOAD and keys is not None:  # "t" absent: older replicas flush
+            hashed = {k: v for k, v in body.items() if k != "t"} | {"h": [key_digest(key) for key in body["t"]]}
+            payload = json.dumps(hashed)
         if len(payload.encode()) > MAX_PAYLOAD:
             payload = json.dumps(body | {"t": None})
         self._waiters[number] = _Waiter()
@@ -357,7 +368,9 @@ class PointerFeed:
         waiter.check()
         if not waiter.done.is_set():
             frozen = None if not isinstance(keys, list) else frozenset((str(k[0]), str(k[1])) for k in keys)
-            self._heard[(origin, number)] = _Heard(str(message.get("c")), frozen, waiter, now + LEASE_SECONDS)
+            digests = _digests(message) if frozen is None else None
+            heard = _Heard(str(message.get("c")), frozen, waiter, now + LEASE_SECONDS, digests)
+            self._heard[(origin, number)] = heard
 
     def _returned(self, number: int, now: float) -> None:
         """This replica's change came back: the replicas heard within a lease must ack it."""
@@ -376,7 +389,16 @@ class PointerFeed:
         if cache is None:
             return
         keys = message.get("t")
+        digests = _digests(message)
         if isinstance(keys, list):
             cache.invalidate([(str(k[0]), str(k[1])) for k in keys if isinstance(k, list) and len(k) == 2], "feed")
+        elif digests is not None:
+            cache.invalidate_digests(digests, "feed")
         else:
             cache.flush("feed")
+
+
+def _digests(message: Mapping[str, Any]) -> frozenset[str] | None:
+    """The key digests a change too big to name its keys carries (None: it carries none)."""
+    digests = message.get("h")
+    return frozenset(str(d) for d in digests) if isinstance(digests, list) else None

@@ -112,3 +112,57 @@ def test_a_glue_event_in_lower_case_drops_a_pointer_cached_under_a_mixed_case_na
         sqs.send_message(QueueUrl=queue, MessageBody=_table_change_event(ns_name.lower(), "t"))
         took = _location_within(http, path, moved, 15.0)
         assert took is not None, "an event naming the table in Glue's lower case left the cached pointer"
+
+
+@pytest.mark.postgres
+def test_a_transaction_over_many_long_names_does_not_flush_the_other_replicas_caches(
+    tmp_path_factory: pytest.TempPathFactory, ns_name: str
+) -> None:
+    """A writer commits one transaction over 16 of its own tables with 255-byte names: the change names
+    more than a NOTIFY payload holds (< 8000 bytes). Sent as a flush, every such commit would empty every
+    replica's cache of the whole catalog (everyone's tables): the writer turns the cache off for all at
+    its commit rate. The other replica must keep serving an unrelated table from its cache, and still
+    see the writer's commit at once."""
+    from tests.integration.test_replicas_postgres import _pointer_metrics
+    from tests.support.rest import create_namespace, create_table, table_url
+
+    with scratch_database() as url:
+        warehouse = tmp_path_factory.mktemp("long-warehouse")
+        config = (
+            f'[state]\ndatabase_url = "{url}"\n'
+            f'[catalogs.local]\nkind = "local"\ndatabase_url = "{url}"\nwarehouse = "{warehouse.as_uri()}"\n'
+        )
+        a = ProxyProcess(tmp_path_factory.mktemp("long-a"), config).start()
+        b = ProxyProcess(tmp_path_factory.mktemp("long-b"), config).start()
+        try:
+            with httpx.Client(base_url=a.url, timeout=60) as first, httpx.Client(base_url=b.url, timeout=60) as second:
+                namespace = ns_name + "n" * (240 - len(ns_name))
+                create_namespace(first, namespace)
+                names = [f"{i:02d}" + "t" * 238 for i in range(16)]  # ~500 bytes a key: 16 > 7000 bytes
+                for name in names:
+                    create_table(first, (namespace,), name)
+                create_table(first, (namespace,), "bystander")
+                bystander = table_url((namespace,), "bystander")
+                assert second.get(bystander).status_code == 200
+                time.sleep(1.5)  # both feeds know their members
+                assert second.get(bystander).status_code == 200  # cached
+                last = table_url((namespace,), names[-1])
+                assert second.get(last).status_code == 200
+                before = _pointer_metrics(second)
+                changes = [
+                    {
+                        "identifier": {"namespace": [namespace], "name": name},
+                        "requirements": [],
+                        "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
+                    }
+                    for name in names
+                ]
+                committed = first.post("/v1/local/transactions/commit", json={"table-changes": changes})
+                assert committed.status_code == 204, committed.text
+                assert second.get(last).json()["metadata"]["properties"]["k"] == "v"  # read-your-writes
+                assert second.get(bystander).status_code == 200
+                after = _pointer_metrics(second)
+        finally:
+            a.stop()
+            b.stop()
+    assert after["hits"] - before["hits"] >= 1, "the other replica's cache of an unrelated table was flushed"
