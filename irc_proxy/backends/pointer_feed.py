@@ -308,6 +308,7 @@ class PointerFeed:
             number = next(self._sync_numbers)
             self._outbox.put_nowait(({"k": "s", "r": self.replica, "n": number}, number))
             await asyncio.sleep(HEARTBEAT_SECONDS)
+            self._forget_departed(time.monotonic())
             last = self._synced_at if self._synced_at is not None else connected
             if time.monotonic() - last > STALL_SECONDS:
                 raise ConnectionError("no sync came back: the listener connection is stalled")
@@ -357,6 +358,12 @@ class PointerFeed:
                 if found is not None:
                     found.acked.add(origin)
                     found.check()
+
+    def _forget_departed(self, now: float) -> None:
+        """Drop the replicas not heard for a lease (no wait counts them any more): every restart of a
+        replica (or a forged origin) would otherwise stay in ``_members`` for this process's lifetime,
+        and every change heard or returned scans them."""
+        self._members = {m: seen for m, seen in self._members.items() if now - seen < LEASE_SECONDS}
 
     def _hear(self, origin: str, number: int, message: Mapping[str, Any], now: float) -> None:
         """Remember who must still drop another replica's change (for ``fence``); forget settled ones."""
