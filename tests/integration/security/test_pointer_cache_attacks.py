@@ -7,18 +7,36 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.integration.test_glue_pointer_cache import _location_within, _outside_commit, _setup, _table_change_event
+from tests.integration.test_replicas_postgres import _pointer_metrics
 from tests.support.aws import client, glue_catalog_config
 from tests.support.postgres import scratch_database
-from tests.support.rest import SCHEMA
+from tests.support.rest import SCHEMA, create_namespace, create_table, table_url
 from tests.support.server import ProxyProcess, Serve
 
 CATALOG = "glue"
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ProxyProcess, ProxyProcess]]:
+    """Two replicas of one local catalog on one PostgreSQL database (also their state database)."""
+    with scratch_database() as url:
+        warehouse = tmp_path_factory.mktemp("replicas-warehouse")
+        config = (
+            f'[state]\ndatabase_url = "{url}"\n'
+            f'[catalogs.local]\nkind = "local"\ndatabase_url = "{url}"\nwarehouse = "{warehouse.as_uri()}"\n'
+        )
+        a = ProxyProcess(tmp_path_factory.mktemp("replica-a"), config).start()
+        b = ProxyProcess(tmp_path_factory.mktemp("replica-b"), config).start()
+        yield a, b
+        a.stop()
+        b.stop()
 
 
 def test_a_poison_message_on_the_glue_event_queue_does_not_wedge_the_poller(
@@ -116,53 +134,77 @@ def test_a_glue_event_in_lower_case_drops_a_pointer_cached_under_a_mixed_case_na
 
 @pytest.mark.postgres
 def test_a_transaction_over_many_long_names_does_not_flush_the_other_replicas_caches(
-    tmp_path_factory: pytest.TempPathFactory, ns_name: str
+    replicas: tuple[ProxyProcess, ProxyProcess], ns_name: str
 ) -> None:
     """A writer commits one transaction over 16 of its own tables with 255-byte names: the change names
     more than a NOTIFY payload holds (< 8000 bytes). Sent as a flush, every such commit would empty every
     replica's cache of the whole catalog (everyone's tables): the writer turns the cache off for all at
     its commit rate. The other replica must keep serving an unrelated table from its cache, and still
     see the writer's commit at once."""
-    from tests.integration.test_replicas_postgres import _pointer_metrics
-    from tests.support.rest import create_namespace, create_table, table_url
-
-    with scratch_database() as url:
-        warehouse = tmp_path_factory.mktemp("long-warehouse")
-        config = (
-            f'[state]\ndatabase_url = "{url}"\n'
-            f'[catalogs.local]\nkind = "local"\ndatabase_url = "{url}"\nwarehouse = "{warehouse.as_uri()}"\n'
-        )
-        a = ProxyProcess(tmp_path_factory.mktemp("long-a"), config).start()
-        b = ProxyProcess(tmp_path_factory.mktemp("long-b"), config).start()
-        try:
-            with httpx.Client(base_url=a.url, timeout=60) as first, httpx.Client(base_url=b.url, timeout=60) as second:
-                namespace = ns_name + "n" * (240 - len(ns_name))
-                create_namespace(first, namespace)
-                names = [f"{i:02d}" + "t" * 238 for i in range(16)]  # ~500 bytes a key: 16 > 7000 bytes
-                for name in names:
-                    create_table(first, (namespace,), name)
-                create_table(first, (namespace,), "bystander")
-                bystander = table_url((namespace,), "bystander")
-                assert second.get(bystander).status_code == 200
-                time.sleep(1.5)  # both feeds know their members
-                assert second.get(bystander).status_code == 200  # cached
-                last = table_url((namespace,), names[-1])
-                assert second.get(last).status_code == 200
-                before = _pointer_metrics(second)
-                changes = [
-                    {
-                        "identifier": {"namespace": [namespace], "name": name},
-                        "requirements": [],
-                        "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
-                    }
-                    for name in names
-                ]
-                committed = first.post("/v1/local/transactions/commit", json={"table-changes": changes})
-                assert committed.status_code == 204, committed.text
-                assert second.get(last).json()["metadata"]["properties"]["k"] == "v"  # read-your-writes
-                assert second.get(bystander).status_code == 200
-                after = _pointer_metrics(second)
-        finally:
-            a.stop()
-            b.stop()
+    a, b = replicas
+    with httpx.Client(base_url=a.url, timeout=60) as first, httpx.Client(base_url=b.url, timeout=60) as second:
+        namespace = ns_name + "n" * (240 - len(ns_name))
+        create_namespace(first, namespace)
+        names = [f"{i:02d}" + "t" * 238 for i in range(16)]  # ~500 bytes a key: 16 > 7000 bytes
+        for name in names:
+            create_table(first, (namespace,), name)
+        create_table(first, (namespace,), "bystander")
+        bystander = table_url((namespace,), "bystander")
+        assert second.get(bystander).status_code == 200
+        time.sleep(1.5)  # both feeds know their members
+        assert second.get(bystander).status_code == 200  # cached
+        last = table_url((namespace,), names[-1])
+        assert second.get(last).status_code == 200
+        before = _pointer_metrics(second)
+        changes = [
+            {
+                "identifier": {"namespace": [namespace], "name": name},
+                "requirements": [],
+                "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
+            }
+            for name in names
+        ]
+        committed = first.post("/v1/local/transactions/commit", json={"table-changes": changes})
+        assert committed.status_code == 204, committed.text
+        assert second.get(last).json()["metadata"]["properties"]["k"] == "v"  # read-your-writes
+        assert second.get(bystander).status_code == 200
+        after = _pointer_metrics(second)
     assert after["hits"] - before["hits"] >= 1, "the other replica's cache of an unrelated table was flushed"
+
+
+@pytest.mark.postgres
+def test_a_stalled_replica_delays_commits_by_one_lease_at_most_and_misses_none(
+    replicas: tuple[ProxyProcess, ProxyProcess], ns_name: str
+) -> None:
+    """A replica that stops acknowledging (its process frozen: connections open, nothing read or sent)
+    costs the other's commits one lease once, not every commit; thawed, it serves the latest pointer at
+    once (its cache is not trusted until a fresh sync came back)."""
+    import os
+    import signal
+
+    from irc_proxy.backends.pointer_feed import LEASE_SECONDS
+
+    a, b = replicas
+    with httpx.Client(base_url=a.url, timeout=60) as first, httpx.Client(base_url=b.url, timeout=60) as second:
+        create_namespace(first, ns_name)
+        create_table(first, (ns_name,), "stall")
+        url = table_url((ns_name,), "stall")
+        assert second.get(url).status_code == 200
+        time.sleep(1.5)
+        assert second.get(url).status_code == 200  # cached on B
+        os.kill(b.pid, signal.SIGSTOP)
+        try:
+            took = []
+            for i in range(8):
+                started = time.monotonic()
+                body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"i": str(i)}}]}
+                committed = first.post(url, json=body)
+                assert committed.status_code == 200, committed.text
+                took.append(time.monotonic() - started)
+        finally:
+            os.kill(b.pid, signal.SIGCONT)
+        loaded = second.get(url).json()
+    print(f"\ncommit seconds while the other replica is frozen: {[round(t, 3) for t in took]}")
+    assert loaded["metadata-location"] == committed.json()["metadata-location"]
+    assert sum(took) < 2 * LEASE_SECONDS + 1.0, took
+    assert max(took[3:]) < 0.5, took
