@@ -45,8 +45,13 @@ class SharedPointers:
         if self.cache is not None:
             self._events = events
 
-    def heard(self, keys: Iterable[Key]) -> None:
-        if self.cache is not None:
+    def heard(self, keys: Iterable[Key] | None) -> None:
+        """The store's events say these tables changed (None: too many to name, forget every pointer)."""
+        if self.cache is None:
+            return
+        if keys is None:
+            self.cache.flush("feed")
+        else:
             self.cache.invalidate([_folded(key) for key in keys], "feed")
 
     async def read(self, key: Key, load: Callable[[], Awaitable[str | None]]) -> str | None:
