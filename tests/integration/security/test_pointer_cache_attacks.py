@@ -208,3 +208,33 @@ def test_a_stalled_replica_delays_commits_by_one_lease_at_most_and_misses_none(
     assert loaded["metadata-location"] == committed.json()["metadata-location"]
     assert sum(took) < 2 * LEASE_SECONDS + 1.0, took
     assert max(took[3:]) < 0.5, took
+
+
+@pytest.mark.postgres
+def test_a_dropped_or_renamed_table_is_gone_at_once_from_the_other_replicas_cache(
+    replicas: tuple[ProxyProcess, ProxyProcess], ns_name: str
+) -> None:
+    """B serves both tables from its cache; A drops one and renames the other: B's very next loads (and
+    its scan planning) answer 404 for the old names, the renamed table under its new name (holds)."""
+    a, b = replicas
+    with httpx.Client(base_url=a.url, timeout=60) as first, httpx.Client(base_url=b.url, timeout=60) as second:
+        create_namespace(first, ns_name)
+        create_table(first, (ns_name,), "dropped")
+        create_table(first, (ns_name,), "old")
+        dropped, old = table_url((ns_name,), "dropped"), table_url((ns_name,), "old")
+        for _ in range(2):
+            assert second.get(dropped).status_code == 200 and second.get(old).status_code == 200
+        assert second.post(f"{dropped}/plan", json={}).status_code == 200
+        assert first.delete(dropped).status_code == 204
+        assert second.get(dropped).status_code == 404
+        assert second.post(f"{dropped}/plan", json={}).status_code == 404
+        renamed = first.post(
+            "/v1/local/tables/rename",
+            json={
+                "source": {"namespace": [ns_name], "name": "old"},
+                "destination": {"namespace": [ns_name], "name": "new"},
+            },
+        )
+        assert renamed.status_code == 204, renamed.text
+        assert second.get(old).status_code == 404
+        assert second.get(table_url((ns_name,), "new")).status_code == 200
