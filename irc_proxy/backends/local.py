@@ -309,7 +309,10 @@ class LocalBackend:
         try:
             await self._threads.run(self._swap_transaction, swap)
         except BaseException as exc:  # forgotten either way: a stale cached pointer may be why the swap missed
-            await self._pointers.changed(keys, announced, committed=False)
+            # An unknown outcome may have landed (its notification with it): settle as a landed swap does,
+            # since the client now reloads to decide, and deletes the new metadata if a replica's cache
+            # still answers the old pointer.
+            await self._pointers.changed(keys, announced, committed=isinstance(exc, CommitStateUnknown))
             if isinstance(exc, (_Lost, IntegrityError)):
                 return False
             raise
