@@ -27,6 +27,10 @@ DATABASE_CHANGE = "Glue Data Catalog Database State Change"
 WAIT_SECONDS = 10
 """SQS long poll; also how long closing may leave the thread blocked (it is a daemon)."""
 RETRY_SECONDS = 5.0
+MAX_KEYS_PER_BATCH = 1000
+"""Distinct tables one poll may hand to the event loop; a batch naming more is handed over as a flush
+(None): whoever may send to the queue could otherwise name ~100,000 tables per message and block the
+event loop for seconds per poll (a flush costs one dict clear)."""
 
 
 def changed_tables(event: Mapping[str, Any], catalog_id: str) -> list[Key]:
@@ -49,7 +53,10 @@ def changed_tables(event: Mapping[str, Any], catalog_id: str) -> list[Key]:
 class GlueEvents:
     """Long-polls one SQS queue and calls ``changed`` on the event loop with the tables each batch names."""
 
-    def __init__(self, sqs: Any, queue_url: str, catalog_id: str, changed: Callable[[Iterable[Key]], None]) -> None:
+    def __init__(
+        self, sqs: Any, queue_url: str, catalog_id: str, changed: Callable[[Iterable[Key] | None], None]
+    ) -> None:
+        """``changed`` gets the tables a batch names, or None for "forget them all" (too many named)."""
         self._sqs = sqs
         self._queue_url = queue_url
         self._catalog_id = catalog_id
@@ -80,15 +87,22 @@ class GlueEvents:
         messages = answer.get("Messages") or []
         if not messages:
             return
-        keys: list[Key] = []
+        keys: set[Key] = set()
         for message in messages:
-            try:
-                event = json.loads(message.get("Body") or "")
-            except ValueError:
-                continue  # not an event: deleted below all the same, it would come back forever
-            if isinstance(event, Mapping):
-                keys.extend(changed_tables(event, self._catalog_id))
+            keys.update(self._named(message))
         if keys and not loop.is_closed():
-            loop.call_soon_threadsafe(self._changed, keys)
+            loop.call_soon_threadsafe(self._changed, keys if len(keys) <= MAX_KEYS_PER_BATCH else None)
         entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
         self._sqs.delete_message_batch(QueueUrl=self._queue_url, Entries=entries)
+
+    def _named(self, message: Mapping[str, Any]) -> list[Key]:
+        """The tables one message names; [] for anything that is not a well-formed event.
+
+        Whoever may send to the queue controls the body: a body nested too deep raises RecursionError
+        (not ValueError), and one failure must not abort the batch before its messages are deleted, or
+        they would come back forever and wedge the poller (every event received with them lost)."""
+        try:
+            event = json.loads(message.get("Body") or "")
+            return changed_tables(event, self._catalog_id) if isinstance(event, Mapping) else []
+        except Exception:  # any malformed body is skipped (and deleted with its batch)
+            return []

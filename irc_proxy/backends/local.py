@@ -43,6 +43,7 @@ from sqlalchemy.exc import IntegrityError
 
 from irc_proxy.backends.base import Capability, DroppedTable, Listing, PointerSwap, Properties
 from irc_proxy.backends.local_pointers import LocalPointers
+from irc_proxy.backends.pointer_cache import Peers
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import (
     AlreadyExists,
@@ -86,9 +87,11 @@ class LocalBackend:
         database_url: str,
         threads: ThreadRunner,
         pointer_cache_seconds: float = 5.0,
+        peers: Peers | None = None,
     ) -> None:
         """``pointer_cache_seconds``: how long a cached pointer may live on PostgreSQL, where writers bypassing
-        the proxy send no change message (0: no pointer cache)."""
+        the proxy send no change message (0: no pointer cache); ``peers``: the server's change feeds (one per
+        database, shared by its catalogs)."""
         self.warehouse = warehouse
         self._name = catalog_name
         self._threads = threads
@@ -99,7 +102,7 @@ class LocalBackend:
         self._io = load_file_io({}, warehouse)
         self._fast_reads = _fast_sqlite_reader(self._engine)
         self._pointers = LocalPointers(
-            catalog_name, self._engine.dialect.name, database_url, self._fast_reads, pointer_cache_seconds
+            catalog_name, self._engine.dialect.name, database_url, self._fast_reads, pointer_cache_seconds, peers
         )
 
     async def close(self) -> None:
@@ -306,7 +309,10 @@ class LocalBackend:
         try:
             await self._threads.run(self._swap_transaction, swap)
         except BaseException as exc:  # forgotten either way: a stale cached pointer may be why the swap missed
-            await self._pointers.changed(keys, announced, committed=False)
+            # An unknown outcome may have landed (its notification with it): settle as a landed swap does,
+            # since the client now reloads to decide, and deletes the new metadata if a replica's cache
+            # still answers the old pointer.
+            await self._pointers.changed(keys, announced, committed=isinstance(exc, CommitStateUnknown))
             if isinstance(exc, (_Lost, IntegrityError)):
                 return False
             raise

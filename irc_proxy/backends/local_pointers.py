@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy import Connection, func, select
 
-from irc_proxy.backends.pointer_cache import Key, PointerCache
+from irc_proxy.backends.pointer_cache import Key, Peers, PointerCache
 from irc_proxy.backends.pointer_feed import CHANNEL, PointerFeed
 
 Change = tuple[int, str]
@@ -26,8 +26,15 @@ class LocalPointers:
     """Cached pointer reads and announced pointer moves for one local catalog."""
 
     def __init__(
-        self, catalog: str, dialect: str, database_url: str, fast_reads: sqlite3.Connection | None, ttl: float
+        self,
+        catalog: str,
+        dialect: str,
+        database_url: str,
+        fast_reads: sqlite3.Connection | None,
+        ttl: float,
+        peers: Peers | None = None,
     ) -> None:
+        """``peers``: the server's shared state (its change feeds: one per database, whatever the catalogs)."""
         self._catalog = catalog
         self._fast_reads = fast_reads
         self._data_version: int | None = None
@@ -35,7 +42,7 @@ class LocalPointers:
         self._feed: PointerFeed | None = None
         if ttl > 0 and dialect == "postgresql":
             self._cache = PointerCache(catalog, ttl=ttl)
-            self._feed = PointerFeed(database_url)
+            self._feed = PointerFeed.shared((peers or Peers()).feeds, database_url)
             self._feed.attach(catalog, self._cache)
         elif ttl > 0 and fast_reads is not None:  # any writer moves data_version: no ttl needed
             self._cache = PointerCache(catalog)

@@ -22,17 +22,30 @@ Everything runs on the event loop: no locks.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from irc_proxy.metrics import POINTER_CACHE_HITS, POINTER_CACHE_INVALIDATIONS, POINTER_CACHE_MISSES
+
+if TYPE_CHECKING:
+    from irc_proxy.backends.pointer_feed import PointerFeed
 
 Key = tuple[str, str]
 """(flat namespace, table name)."""
 
 DEFAULT_CAPACITY = 10_000
-"""Entries kept per catalog: a pointer is ~200 bytes, so ~2 MB at most."""
+"""Entries kept per catalog: ~200 bytes for short names, so ~2 MB; with names of the longest length allowed
+(255 bytes each) and long locations ~1.3 kB, so ~13 MB at most (measured with tracemalloc)."""
+
+
+def key_digest(key: Key) -> str:
+    """A key in 16 characters, for change messages whose keys in full would not fit a NOTIFY payload (a
+    collision only costs an extra invalidation)."""
+    return hashlib.blake2b(json.dumps(list(key)).encode(), digest_size=8).hexdigest()
 
 
 def _always() -> bool:
@@ -49,6 +62,7 @@ class PointerCache:
     def __init__(self, catalog: str, ttl: float | None = None, capacity: int = DEFAULT_CAPACITY) -> None:
         """``ttl`` None or positive; a catalog configured with 0 gets no cache at all (``enabled``)."""
         self._entries: OrderedDict[Key, tuple[str, float]] = OrderedDict()
+        self._by_digest: dict[str, list[Key]] = {}
         self._ttl = ttl
         self._capacity = capacity
         self.generation = 0
@@ -68,7 +82,7 @@ class PointerCache:
             return None
         location, stored = entry
         if self._ttl is not None and time.monotonic() - stored >= self._ttl:
-            del self._entries[key]
+            self._forget(key)
             return None
         self._entries.move_to_end(key)
         return location
@@ -77,10 +91,22 @@ class PointerCache:
         """Remember what the store said, unless an invalidation happened since ``generation`` was taken."""
         if location is None or generation != self.generation or key in self._moving:
             return
+        if key not in self._entries:
+            self._by_digest.setdefault(key_digest(key), []).append(key)
         self._entries[key] = (location, time.monotonic())
         self._entries.move_to_end(key)
         if len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+            self._forget(next(iter(self._entries)))
+
+    def _forget(self, key: Key) -> None:
+        if self._entries.pop(key, None) is None:
+            return
+        digest = key_digest(key)
+        same = self._by_digest.get(digest, [])
+        if key in same:
+            same.remove(key)
+        if not same:
+            self._by_digest.pop(digest, None)
 
     async def read(self, key: Key, load: Callable[[], Awaitable[str | None]]) -> str | None:
         """The pointer from the cache, else from ``load`` (then remembered)."""
@@ -99,14 +125,14 @@ class PointerCache:
         """This process starts moving these pointers: neither serve nor store them until ``moved``."""
         self.generation += 1
         for key in keys:
-            self._entries.pop(key, None)
+            self._forget(key)
             self._moving[key] += 1
 
     def moved(self, keys: Iterable[Key]) -> None:
         """The move ended (landed or not): forget the keys, cache them again from the next read."""
         self.generation += 1
         for key in keys:
-            self._entries.pop(key, None)
+            self._forget(key)
             self._moving[key] -= 1
             if self._moving[key] <= 0:
                 del self._moving[key]
@@ -116,13 +142,18 @@ class PointerCache:
         """Forget these tables' pointers (and let no read in flight store an older one)."""
         self.generation += 1
         for key in keys:
-            self._entries.pop(key, None)
+            self._forget(key)
         self._invalidations[cause].inc()
+
+    def invalidate_digests(self, digests: Iterable[str], cause: str = "feed") -> None:
+        """Forget the pointers whose ``key_digest`` is one of these (a change too big to name its keys)."""
+        self.invalidate([key for digest in digests for key in list(self._by_digest.get(digest, ()))], cause)
 
     def flush(self, cause: str = "flush") -> None:
         """Forget every pointer (the change signal may have missed changes)."""
         self.generation += 1
         self._entries.clear()
+        self._by_digest.clear()
         self._invalidations[cause].inc()
 
     def __len__(self) -> int:
@@ -133,9 +164,11 @@ class Peers:
     """Who else may move this proxy's pointers, for a backend whose store sends no change signal (Glue).
 
     ``state_url``: the PostgreSQL state database the replicas share (their change feed runs on it);
-    ``processes``: this server's worker processes (without a shared database they cannot hear each other).
+    ``processes``: this server's worker processes (without a shared database they cannot hear each other);
+    ``feeds``: this process's change feeds, one per database (``PointerFeed.shared``).
     """
 
     def __init__(self, state_url: str | None = None, processes: int = 1) -> None:
         self.state_url = state_url
         self.processes = processes
+        self.feeds: dict[str, PointerFeed] = {}

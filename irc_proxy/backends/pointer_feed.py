@@ -51,7 +51,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import make_url
 
-from irc_proxy.backends.pointer_cache import Key, PointerCache
+from irc_proxy.backends.pointer_cache import Key, PointerCache, key_digest
 
 log = logging.getLogger("irc_proxy.pointer_feed")
 
@@ -66,7 +66,14 @@ RECONNECT_SECONDS = 1.0
 STALL_SECONDS = 5 * LEASE_SECONDS
 """No sync came back for this long although the sender works: the listener connection is dead; reconnect."""
 MAX_PAYLOAD = 7000
-"""PostgreSQL refuses payloads of 8000 bytes or more: a bigger change names no keys (flush the catalog)."""
+"""PostgreSQL refuses payloads of 8000 bytes or more: a change whose keys do not fit names their digests
+(``h``, ~350 fit), and only a bigger one names no keys (flush the catalog). A flush per commit would let a
+writer empty every replica's cache of the whole catalog with transactions over its own long-named tables."""
+
+
+def _conninfo(database_url: str) -> str:
+    """psycopg's connection string for a SQLAlchemy URL (also what identifies the database)."""
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 @dataclass
@@ -88,18 +95,25 @@ class _Heard:
 
     catalog: str
     keys: frozenset[Key] | None
+    """None: every key (a flush), unless ``digests`` names them."""
     waiter: _Waiter
     deadline: float
+    digests: frozenset[str] | None = None
 
     def touches(self, catalog: str, key: Key) -> bool:
-        return catalog == self.catalog and (self.keys is None or key in self.keys)
+        if catalog != self.catalog:
+            return False
+        if self.digests is not None:
+            return key_digest(key) in self.digests
+        return self.keys is None or key in self.keys
 
 
 class PointerFeed:
     """One database's change feed, serving the pointer caches of the catalogs stored in it."""
 
     def __init__(self, database_url: str) -> None:
-        self._conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self._conninfo = _conninfo(database_url)
+        self._users = 0
         self.replica = uuid.uuid4().hex[:16]
         self._caches: dict[str, PointerCache] = {}
         self._numbers = itertools.count(1)
@@ -115,9 +129,23 @@ class PointerFeed:
         self._unsent: tuple[int, asyncio.Future[None]] | None = None
         self._sync_numbers = itertools.count(1)
 
+    @classmethod
+    def shared(cls, feeds: dict[str, PointerFeed], database_url: str) -> PointerFeed:
+        """The feed of ``database_url`` in ``feeds`` (one server's), created on first use.
+
+        One feed per database and process, whatever the number of catalogs stored in it: a feed per
+        catalog would open two connections each and send a sync every heartbeat that every feed of every
+        replica receives, parses and counts as a member (so acks too): N catalogs cost N^2 deliveries."""
+        key = _conninfo(database_url)
+        if key not in feeds:
+            feeds[key] = cls(database_url)
+        return feeds[key]
+
     def attach(self, catalog: str, cache: PointerCache) -> None:
-        """Feed ``cache`` (the pointers of ``catalog``) and let it trust itself only while caught up."""
+        """Feed ``cache`` (the pointers of ``catalog``) and let it trust itself only while caught up; each
+        catalog attached ``close``s the feed once (the last one closes it)."""
         self._caches[catalog] = cache
+        self._users += 1
         cache.trusted = self.caught_up
         cache.fence = functools.partial(self.fence, catalog)
 
@@ -136,6 +164,10 @@ class PointerFeed:
         self._task = loop.create_task(self._run(), name="pointer-feed")
 
     async def close(self) -> None:
+        """One attached catalog is done with the feed; the connections close with the last one."""
+        self._users = max(self._users - 1, 0)
+        if self._users:
+            return
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -151,6 +183,9 @@ class PointerFeed:
         body: dict[str, Any] = {"k": "c", "r": self.replica, "n": number, "c": catalog}
         body["t"] = None if keys is None else [list(key) for key in keys]
         payload = json.dumps(body)
+        if len(payload.encode()) > MAX_PAYLOAD and keys is not None:  # "t" absent: older replicas flush
+            hashed = {k: v for k, v in body.items() if k != "t"} | {"h": [key_digest(key) for key in body["t"]]}
+            payload = json.dumps(hashed)
         if len(payload.encode()) > MAX_PAYLOAD:
             payload = json.dumps(body | {"t": None})
         self._waiters[number] = _Waiter()
@@ -273,6 +308,7 @@ class PointerFeed:
             number = next(self._sync_numbers)
             self._outbox.put_nowait(({"k": "s", "r": self.replica, "n": number}, number))
             await asyncio.sleep(HEARTBEAT_SECONDS)
+            self._forget_departed(time.monotonic())
             last = self._synced_at if self._synced_at is not None else connected
             if time.monotonic() - last > STALL_SECONDS:
                 raise ConnectionError("no sync came back: the listener connection is stalled")
@@ -323,6 +359,12 @@ class PointerFeed:
                     found.acked.add(origin)
                     found.check()
 
+    def _forget_departed(self, now: float) -> None:
+        """Drop the replicas not heard for a lease (no wait counts them any more): every restart of a
+        replica (or a forged origin) would otherwise stay in ``_members`` for this process's lifetime,
+        and every change heard or returned scans them."""
+        self._members = {m: seen for m, seen in self._members.items() if now - seen < LEASE_SECONDS}
+
     def _hear(self, origin: str, number: int, message: Mapping[str, Any], now: float) -> None:
         """Remember who must still drop another replica's change (for ``fence``); forget settled ones."""
         for done in [k for k, h in self._heard.items() if h.waiter.done.is_set() or h.deadline < now]:
@@ -333,7 +375,9 @@ class PointerFeed:
         waiter.check()
         if not waiter.done.is_set():
             frozen = None if not isinstance(keys, list) else frozenset((str(k[0]), str(k[1])) for k in keys)
-            self._heard[(origin, number)] = _Heard(str(message.get("c")), frozen, waiter, now + LEASE_SECONDS)
+            digests = _digests(message) if frozen is None else None
+            heard = _Heard(str(message.get("c")), frozen, waiter, now + LEASE_SECONDS, digests)
+            self._heard[(origin, number)] = heard
 
     def _returned(self, number: int, now: float) -> None:
         """This replica's change came back: the replicas heard within a lease must ack it."""
@@ -352,7 +396,16 @@ class PointerFeed:
         if cache is None:
             return
         keys = message.get("t")
+        digests = _digests(message)
         if isinstance(keys, list):
             cache.invalidate([(str(k[0]), str(k[1])) for k in keys if isinstance(k, list) and len(k) == 2], "feed")
+        elif digests is not None:
+            cache.invalidate_digests(digests, "feed")
         else:
             cache.flush("feed")
+
+
+def _digests(message: Mapping[str, Any]) -> frozenset[str] | None:
+    """The key digests a change too big to name its keys carries (None: it carries none)."""
+    digests = message.get("h")
+    return frozenset(str(d) for d in digests) if isinstance(digests, list) else None

@@ -24,7 +24,7 @@ def _local(name: str, settings: Any, threads: ThreadRunner, locks: CommitLocks, 
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(parents=True, exist_ok=True)
     backend: Backend = import_module("irc_proxy.backends.local").LocalBackend(
-        name, settings.warehouse, url, threads, settings.pointer_cache_seconds
+        name, settings.warehouse, url, threads, settings.pointer_cache_seconds, peers
     )
     return backend
 

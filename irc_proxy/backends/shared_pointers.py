@@ -4,6 +4,10 @@ ttl bounds what neither reports.
 
 Without a PostgreSQL state database the processes of one server cannot hear each other: with several
 worker processes there is then no cache at all (each would miss its siblings' commits).
+
+Glue names are case-insensitive (it stores them in lower case, finds ``T`` as ``t``, and its events name
+``t``): every key is folded to lower case, or a table loaded as ``T`` would keep its cached pointer
+through commits, drops and events about ``t`` for the whole ttl.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from contextlib import asynccontextmanager
 from irc_proxy.backends.glue_events import GlueEvents
 from irc_proxy.backends.pointer_cache import Key, Peers, PointerCache
 from irc_proxy.backends.pointer_feed import PointerFeed
+
+
+def _folded(key: Key) -> Key:
+    return key[0].lower(), key[1].lower()
 
 
 class SharedPointers:
@@ -29,7 +37,7 @@ class SharedPointers:
             return
         self.cache = PointerCache(catalog, ttl=ttl)
         if peers.state_url is not None:
-            self._feed = PointerFeed(peers.state_url)
+            self._feed = PointerFeed.shared(peers.feeds, peers.state_url)
             self._feed.attach(catalog, self.cache)
 
     def listen(self, events: GlueEvents) -> None:
@@ -37,16 +45,21 @@ class SharedPointers:
         if self.cache is not None:
             self._events = events
 
-    def heard(self, keys: Iterable[Key]) -> None:
-        if self.cache is not None:
-            self.cache.invalidate(list(keys), "feed")
+    def heard(self, keys: Iterable[Key] | None) -> None:
+        """The store's events say these tables changed (None: too many to name, forget every pointer)."""
+        if self.cache is None:
+            return
+        if keys is None:
+            self.cache.flush("feed")
+        else:
+            self.cache.invalidate([_folded(key) for key in keys], "feed")
 
     async def read(self, key: Key, load: Callable[[], Awaitable[str | None]]) -> str | None:
         if self.cache is None:
             return await load()
         if self._events is not None:
             self._events.start(asyncio.get_running_loop())
-        return await self.cache.read(key, load)
+        return await self.cache.read(_folded(key), load)
 
     @asynccontextmanager
     async def moving(self, keys: list[Key]) -> AsyncIterator[None]:
@@ -55,6 +68,7 @@ class SharedPointers:
         if self.cache is None:
             yield
             return
+        keys = [_folded(key) for key in keys]
         self.cache.moving(keys)
         try:
             yield

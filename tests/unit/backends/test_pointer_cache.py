@@ -72,3 +72,14 @@ def test_entries_expire_after_the_ttl_and_an_untrusted_signal_serves_nothing() -
     cache.put(("n", "t"), "v1", cache.generation)
     cache.trusted = lambda: False
     assert cache.get(("n", "t")) is None
+
+
+def test_digests_name_the_keys_they_stand_for_after_evictions_and_expiry() -> None:
+    from irc_proxy.backends.pointer_cache import key_digest
+
+    cache = PointerCache("c", capacity=2)
+    for name in ("a", "b", "c"):  # "a" evicted
+        cache.put(("n", name), f"loc-{name}", cache.generation)
+    cache.invalidate_digests([key_digest(("n", "a")), key_digest(("n", "b"))])
+    assert cache.get(("n", "b")) is None and cache.get(("n", "c")) == "loc-c"
+    assert cache._by_digest == {key_digest(("n", "c")): [("n", "c")]}
