@@ -108,8 +108,8 @@ def resolve(
         if name in table:
             try:
                 problem = _override(values, key, parse(table[name]))
-            except ValueError:
-                problem = "not a number"
+            except (ValueError, OverflowError):  # any client may set it: 20 digits are no duration
+                problem = "not a number" if not table[name].strip().lstrip("-").isdigit() else "out of range"
             if problem is None:
                 sources[key] = f"table property {name}"
             else:

@@ -1,0 +1,110 @@
+"""Hostile review of maintenance policies and the schedule (issue 28): a writer of its own table or namespace
+sets ``irc-proxy.maintenance.*`` and Iceberg's own properties, on one served ``irc-proxy serve`` process.
+
+* an Iceberg retention property no duration can hold (``history.expire.max-snapshot-age-ms`` of 20 digits,
+  which any client may set): the sweep of the whole catalog must go on for every other table, the table's
+  policy must still be answered (the value ignored, with a warning);
+* overrides of the catalog's executor keys (``executor``, ``spark_submit``, ``spark_master``, ...): refused,
+  never shown as in effect, and the policy a table writer reads reveals none of the operator's Spark settings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.rest import RestCatalog
+
+from tests.support.maintenance import runs_url
+from tests.support.server import ProxyProcess, Serve
+
+SECRET_MASTER = "k8s://https://internal-cluster.example:6443"
+CONFIG = f"""
+[server.maintenance]
+poll_seconds = 0.2
+[catalogs.local]
+kind = "local"
+[catalogs.local.maintenance]
+enabled = true
+interval = "PT1S"
+jobs = ["expire-snapshots"]
+snapshots = 3
+max_snapshot_age = "PT0S"
+[catalogs.sparky]
+kind = "local"
+[catalogs.sparky.maintenance]
+executor = "spark"
+spark_master = "{SECRET_MASTER}"
+spark_submit = "/opt/secret-spark/bin/spark-submit"
+spark_conf = {{ "spark.hadoop.fs.s3a.secret.key" = "hunter2" }}
+"""
+SCHEMA = pa.schema([pa.field("id", pa.int64())])
+
+
+@pytest.fixture(scope="module")
+def proxy(serve: Serve) -> ProxyProcess:
+    return serve(CONFIG, "maintenance-policy-attacks")
+
+
+@pytest.fixture
+def http(proxy: ProxyProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=proxy.url, timeout=60) as client:
+        yield client
+
+
+def written(iceberg: RestCatalog, ns: str, name: str, **props: str) -> None:
+    iceberg.create_namespace_if_not_exists(ns)
+    table = iceberg.create_table((ns, name), schema=SCHEMA, properties=props)
+    for i in range(3):
+        table.append(pa.table({"id": pa.array([i], pa.int64())}))
+
+
+def policy_of(http: httpx.Client, ns: str, name: str, catalog: str = "local") -> httpx.Response:
+    url = runs_url(catalog).removesuffix("/runs") + "/policy"
+    return http.get(url, params={"namespace": ns, "table": name})
+
+
+def runs_of(http: httpx.Client, ns: str, name: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = http.get(runs_url(), params={"namespace": ns, "table": name}).json()["runs"]
+    return found
+
+
+def test_a_retention_property_no_duration_holds_never_stops_the_sweep_of_other_tables(
+    http: httpx.Client, proxy: ProxyProcess, ns_name: str
+) -> None:
+    """The poisoned table is marked first (its commits are older), so a sweep that dies on it would never reach
+    the victim, every second, for ever."""
+    iceberg = RestCatalog("policy-attacks", uri=proxy.url, warehouse="local")
+    written(iceberg, f"a_{ns_name}", "poison", **{"history.expire.max-snapshot-age-ms": "9" * 20})
+    written(iceberg, f"b_{ns_name}", "victim")
+    deadline = time.monotonic() + 30
+    while not runs_of(http, f"b_{ns_name}", "victim"):
+        assert time.monotonic() < deadline, "the sweep never queued the other table's run"
+        time.sleep(0.2)
+    shown = policy_of(http, f"a_{ns_name}", "poison")
+    assert shown.status_code == 200, shown.text
+    assert shown.json()["policy"]["max_snapshot_age"]["source"] == "catalog"
+    assert any("history.expire.max-snapshot-age-ms" in w for w in shown.json()["warnings"])
+
+
+def test_executor_keys_are_the_catalogs_alone_and_not_shown_to_table_writers(
+    http: httpx.Client, proxy: ProxyProcess, ns_name: str
+) -> None:
+    for key, value in (("executor", "spark"), ("spark_submit", "/bin/sh"), ("spark_catalog_uri", "http://evil")):
+        created = http.post("/v1/sparky/namespaces", json={"namespace": [f"{ns_name}_{key}"], "properties": {}})
+        assert created.status_code == 200, created.text
+        update = {"updates": {f"irc-proxy.maintenance.{key}": value}, "removals": []}
+        answer = http.post(f"/v1/sparky/namespaces/{ns_name}_{key}/properties", json=update)
+        assert answer.status_code == 400, answer.text
+    iceberg = RestCatalog("policy-attacks", uri=proxy.url, warehouse="sparky")
+    iceberg.create_namespace(ns_name)
+    iceberg.create_table((ns_name, "t"), schema=SCHEMA)
+    shown = policy_of(http, ns_name, "t", catalog="sparky")
+    assert shown.status_code == 200, shown.text
+    assert not any(key == "executor" or key.startswith("spark_") for key in shown.json()["policy"])
+    for secret in (SECRET_MASTER, "secret-spark", "spark.hadoop.fs.s3a.secret.key"):
+        assert secret not in shown.text
