@@ -165,10 +165,10 @@ SparkJob = Literal["rewrite-data-files", "rewrite-manifests", "expire-snapshots"
 
 class CatalogMaintenanceSettings(_Strict):
     """Scheduled maintenance of one catalog's tables (``[catalogs.<name>.maintenance]``) and the policy every run of
-    them follows. A namespace (and its children) or a table overrides any key but `interval` and `sweep_max_tables`
-    with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where Iceberg defines the
-    value (see "Table maintenance"). The executor keys say where its jobs run (see "Executors"); they are the
-    catalog's alone."""
+    them follows. A namespace (and its children) or a table overrides any key but `interval`, `sweep_max_tables`
+    and the executor keys with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where
+    Iceberg defines the value (see "Table maintenance"). The executor keys say where its jobs run (see "Executors");
+    they are the catalog's alone and not shown in a table's policy."""
 
     # Policy: scheduling, thresholds and retention (owned by the scheduler; keep together) -----------------------
     enabled: bool = False
