@@ -356,7 +356,11 @@ def create_app(settings: Settings) -> Starlette:
                 settings=settings,
                 catalogs=catalogs,
                 threads=threads,
-                authenticator=WithRunCredentials(authenticator, run_credentials),
+                authenticator=WithRunCredentials(
+                    authenticator,
+                    run_credentials,
+                    lambda scope: maintenance.running(scope.catalog, scope.run_id, scope.ident),
+                ),
                 authorizer=authorizer,
                 token_service=token_service,
                 revocations=revocations,
