@@ -204,7 +204,8 @@ def build_maintenance(
     policies = {name: catalog.maintenance for name, catalog in settings.catalogs.items()}
     schedule = ScheduleStore(state, threads)
     spark = spark_executors(settings, credentials)
-    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit, policies, schedule, spark)
+    store = MaintenanceStore(state, threads, own.runs_kept_per_table)
+    return Maintenance(store, threads, worker, audit, policies, schedule, spark)
 
 
 def scheduler(maintenance: Maintenance, settings: Settings) -> Scheduler:

@@ -141,6 +141,9 @@ class MaintenanceSettings(_Strict):
     rewrite_buffer_mb: Annotated[int, Field(ge=1, le=65_536)] = 64
     """Arrow data `rewrite-data-files` buffers before writing it as a row group: with one input batch, what a rewrite
     holds in memory (it streams, never a whole partition)."""
+    runs_kept_per_table: Annotated[int, Field(ge=1, le=100_000)] = 100
+    """Finished runs kept per table (the newest): each new run of a table forgets its older ones, so the run history
+    in the state database stays bounded however often a table's writer requests runs."""
 
     @field_validator("orphan_min_age")
     @classmethod

@@ -5,7 +5,9 @@ sets ``irc-proxy.maintenance.*`` and Iceberg's own properties, on one served ``i
   which any client may set): the sweep of the whole catalog must go on for every other table, the table's
   policy must still be answered (the value ignored, with a warning);
 * overrides of the catalog's executor keys (``executor``, ``spark_submit``, ``spark_master``, ...): refused,
-  never shown as in effect, and the policy a table writer reads reveals none of the operator's Spark settings.
+  never shown as in effect, and the policy a table writer reads reveals none of the operator's Spark settings;
+* a dry run requested each time the last one finished (one is queued at a time): the table's run history in the
+  state database stays bounded.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from tests.support.maintenance import runs_url
+from tests.support.maintenance import finished_run, request_run, runs_url
 from tests.support.server import ProxyProcess, Serve
 
+KEPT = 3
 SECRET_MASTER = "k8s://https://internal-cluster.example:6443"
 CONFIG = f"""
 [server.maintenance]
-poll_seconds = 0.2
+poll_seconds = 0.1
+runs_kept_per_table = {KEPT}
 [catalogs.local]
 kind = "local"
 [catalogs.local.maintenance]
@@ -108,3 +112,17 @@ def test_executor_keys_are_the_catalogs_alone_and_not_shown_to_table_writers(
     assert not any(key == "executor" or key.startswith("spark_") for key in shown.json()["policy"])
     for secret in (SECRET_MASTER, "secret-spark", "spark.hadoop.fs.s3a.secret.key"):
         assert secret not in shown.text
+
+
+def test_runs_requested_one_after_another_keep_a_bounded_history(
+    http: httpx.Client, proxy: ProxyProcess, ns_name: str
+) -> None:
+    iceberg = RestCatalog("policy-attacks", uri=proxy.url, warehouse="local")
+    iceberg.create_namespace(ns_name)
+    iceberg.create_table((ns_name, "t"), schema=SCHEMA)
+    ids = []
+    for _ in range(2 * KEPT + 1):
+        ids.append(request_run(http, ns_name, "t", ["expire-snapshots"], dry_run=True))
+        assert finished_run(http, ids[-1])["status"] == "succeeded"
+    kept = [run["id"] for run in runs_of(http, ns_name, "t")]
+    assert kept == ids[::-1][: len(kept)] and KEPT <= len(kept) <= KEPT + 1, kept
