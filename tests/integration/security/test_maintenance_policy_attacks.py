@@ -18,18 +18,22 @@ from typing import Any
 
 import httpx
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 
-from tests.support.maintenance import finished_run, request_run, runs_url
+from tests.support.maintenance import finished_run, path_of, request_run, runs_url
 from tests.support.server import ProxyProcess, Serve
 
 KEPT = 3
+BOMB_VALUE_BYTES = 1 << 20
+BOMB_ROWS = 300
 SECRET_MASTER = "k8s://https://internal-cluster.example:6443"
 CONFIG = f"""
 [server.maintenance]
 poll_seconds = 0.1
 runs_kept_per_table = {KEPT}
+rewrite_buffer_mb = 16
 [catalogs.local]
 kind = "local"
 [catalogs.local.maintenance]
@@ -126,3 +130,33 @@ def test_runs_requested_one_after_another_keep_a_bounded_history(
         assert finished_run(http, ids[-1])["status"] == "succeeded"
     kept = [run["id"] for run in runs_of(http, ns_name, "t")]
     assert kept == ids[::-1][: len(kept)] and KEPT <= len(kept) <= KEPT + 1, kept
+
+
+def test_a_compaction_of_tiny_files_decoding_to_gigabytes_stays_within_its_buffer(
+    http: httpx.Client, proxy: ProxyProcess, ns_name: str
+) -> None:
+    """Parquet dictionary-encodes: a file of a few hundred bytes holds 300 rows of one 1 MB string (300 MB
+    decoded). A writer adds five to its own table and asks for a compaction: the server's memory must stay
+    near the rewrite's buffer (``rewrite_buffer_mb``, 16 here), not grow by what one file decodes to."""
+    iceberg = RestCatalog("policy-attacks", uri=proxy.url, warehouse="local")
+    iceberg.create_namespace(ns_name)
+    table = iceberg.create_table((ns_name, "bomb"), schema=pa.schema([pa.field("s", pa.string())]))
+    directory = path_of(table.location()) / "data"
+    directory.mkdir(parents=True, exist_ok=True)
+    one_value = pa.array(["a" * BOMB_VALUE_BYTES])
+    column = pa.DictionaryArray.from_arrays(pa.array([0] * BOMB_ROWS, pa.int32()), one_value)
+    files = []
+    for i in range(5):
+        data = directory / f"bomb-{i}.parquet"
+        pq.write_table(pa.table({"s": column}), data, compression="zstd", store_schema=False)
+        assert data.stat().st_size < 4096
+        files.append(data.as_uri())
+    table.add_files(files)
+    before = proxy.peak_rss_kib()
+    found = finished_run(http, request_run(http, ns_name, "bomb", ["rewrite-data-files"]), timeout=300)
+    grew_mib = (proxy.peak_rss_kib() - before) / 1024
+    assert grew_mib < 150, f"the server's peak RSS grew by {grew_mib:.0f} MiB: {found}"
+    assert httpx.get(f"{proxy.url}/healthz", timeout=5).status_code == 200
+    assert found["results"]["rewrite-data-files"]["data-files-rewritten"] == 5, found
+    summary = iceberg.load_table((ns_name, "bomb")).metadata.current_snapshot().summary
+    assert (summary["total-records"], summary["total-data-files"]) == (str(5 * BOMB_ROWS), "1")
