@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from irc_proxy import avro_inflation
 from irc_proxy.audit import Auditor, AuditRecord
 from irc_proxy.backends.base import Capability
 from irc_proxy.backends.pointer_cache import Peers
@@ -80,6 +81,8 @@ from irc_proxy.stores.ui_keys import shared_csrf_keys
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 from irc_proxy.ui.routes import UI_ROUTES
+
+avro_inflation.install()  # every Avro read of the process inflates within a bound (see the module)
 
 
 def open_state(settings: Settings) -> Engine:

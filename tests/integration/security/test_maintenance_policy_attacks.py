@@ -12,6 +12,7 @@ sets ``irc-proxy.maintenance.*`` and Iceberg's own properties, on one served ``i
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.manifest import write_manifest
 
 from tests.support.maintenance import finished_run, path_of, request_run, runs_url
 from tests.support.server import ProxyProcess, Serve
@@ -28,6 +30,8 @@ from tests.support.server import ProxyProcess, Serve
 KEPT = 3
 BOMB_VALUE_BYTES = 1 << 20
 BOMB_ROWS = 300
+INFLATED_BOUND_BYTES = 64 << 20
+INFLATED_ENTRIES = 16
 SECRET_MASTER = "k8s://https://internal-cluster.example:6443"
 CONFIG = f"""
 [server.maintenance]
@@ -160,3 +164,36 @@ def test_a_compaction_of_tiny_files_decoding_to_gigabytes_stays_within_its_buffe
     assert found["results"]["rewrite-data-files"]["data-files-rewritten"] == 5, found
     summary = iceberg.load_table((ns_name, "bomb")).metadata.current_snapshot().summary
     assert (summary["total-records"], summary["total-data-files"]) == (str(5 * BOMB_ROWS), "1")
+
+
+def test_a_manifest_inflating_to_gigabytes_is_refused_not_decoded(
+    http: httpx.Client, proxy: ProxyProcess, ns_name: str
+) -> None:
+    """Avro manifests are deflate-compressed block by block: a manifest of a few hundred KB whose entries carry
+    a 64 MB lower bound each inflates to gigabytes. A writer puts one under its own table (in place of its
+    manifest: the manifest list names it by path), asks for a compaction and opens the table's health page:
+    the server's memory must not grow by what it inflates to (3.6 GB before); the job fails, the page says why."""
+    iceberg = RestCatalog("policy-attacks", uri=proxy.url, warehouse="local")
+    iceberg.create_namespace(ns_name)
+    table = iceberg.create_table((ns_name, "inflating"), schema=SCHEMA)
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    table = iceberg.load_table((ns_name, "inflating"))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    manifest = snapshot.manifests(table.io)[0]
+    entry = manifest.fetch_manifest_entry(table.io)[0]
+    entry.data_file._data[10] = {1: b"\0" * INFLATED_BOUND_BYTES}  # lower_bounds has no setter
+    path = path_of(manifest.manifest_path)
+    path.unlink()
+    with write_manifest(2, table.spec(), table.schema(), table.io.new_output(str(path)), 1, "deflate") as writer:
+        for _ in range(INFLATED_ENTRIES):
+            writer.add_entry(entry)
+    assert path.stat().st_size < 2 << 20
+    before = proxy.peak_rss_kib()
+    found = finished_run(http, request_run(http, ns_name, "inflating", ["rewrite-data-files"]), timeout=120)
+    page = http.get(f"/ui/catalogs/local/namespaces/{ns_name}/tables/inflating/health")
+    grew_mib = (proxy.peak_rss_kib() - before) / 1024
+    assert grew_mib < 150, f"the server's peak RSS grew by {grew_mib:.0f} MiB"
+    assert found["status"] == "failed" and "decompression bomb" in json.dumps(found), found
+    assert page.status_code == 200 and "decompression bomb" in page.text, page.text
+    assert httpx.get(f"{proxy.url}/healthz", timeout=5).status_code == 200
