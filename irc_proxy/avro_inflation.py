@@ -21,6 +21,7 @@ import zlib
 from io import BytesIO
 from typing import Any
 
+from pyiceberg.avro.codecs import zstandard_codec
 from pyiceberg.avro.codecs.bzip2 import BZip2Codec
 from pyiceberg.avro.codecs.deflate import DeflateCodec
 from pyiceberg.avro.codecs.zstandard_codec import ZStandardCodec
@@ -51,10 +52,8 @@ def inflate(codec: Any, data: bytes, limit: int) -> bytes:
         out = zlib.decompressobj(-15).decompress(data, limit + 1)
     elif codec is BZip2Codec:
         out = bz2.BZ2Decompressor().decompress(data, limit + 1)
-    elif codec is ZStandardCodec:
-        import zstandard
-
-        with zstandard.ZstdDecompressor().stream_reader(BytesIO(data)) as reader:
+    elif codec is ZStandardCodec and (decompressor := getattr(zstandard_codec, "ZstdDecompressor", None)):
+        with decompressor().stream_reader(BytesIO(data)) as reader:  # zstandard, when pyiceberg found it
             out = reader.read(limit + 1)
     else:  # snappy (at most ~21 times by its format) and whatever else pyiceberg knows
         out = codec.decompress(data)
