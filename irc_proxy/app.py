@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from irc_proxy import avro_inflation
 from irc_proxy.audit import Auditor, AuditRecord
 from irc_proxy.backends.base import Capability
 from irc_proxy.backends.pointer_cache import Peers
@@ -80,6 +81,8 @@ from irc_proxy.stores.ui_keys import shared_csrf_keys
 from irc_proxy.stores.views import ViewStore
 from irc_proxy.threads import ThreadRunner
 from irc_proxy.ui.routes import UI_ROUTES
+
+avro_inflation.install()  # every Avro read of the process inflates within a bound (see the module)
 
 
 def open_state(settings: Settings) -> Engine:
@@ -204,7 +207,8 @@ def build_maintenance(
     policies = {name: catalog.maintenance for name, catalog in settings.catalogs.items()}
     schedule = ScheduleStore(state, threads)
     spark = spark_executors(settings, credentials)
-    return Maintenance(MaintenanceStore(state, threads), threads, worker, audit, policies, schedule, spark)
+    store = MaintenanceStore(state, threads, own.runs_kept_per_table)
+    return Maintenance(store, threads, worker, audit, policies, schedule, spark)
 
 
 def scheduler(maintenance: Maintenance, settings: Settings) -> Scheduler:
@@ -356,7 +360,11 @@ def create_app(settings: Settings) -> Starlette:
                 settings=settings,
                 catalogs=catalogs,
                 threads=threads,
-                authenticator=WithRunCredentials(authenticator, run_credentials),
+                authenticator=WithRunCredentials(
+                    authenticator,
+                    run_credentials,
+                    lambda scope: maintenance.running(scope.catalog, scope.run_id, scope.ident),
+                ),
                 authorizer=authorizer,
                 token_service=token_service,
                 revocations=revocations,

@@ -141,6 +141,9 @@ class MaintenanceSettings(_Strict):
     rewrite_buffer_mb: Annotated[int, Field(ge=1, le=65_536)] = 64
     """Arrow data `rewrite-data-files` buffers before writing it as a row group: with one input batch, what a rewrite
     holds in memory (it streams, never a whole partition)."""
+    runs_kept_per_table: Annotated[int, Field(ge=1, le=100_000)] = 100
+    """Finished runs kept per table (the newest): each new run of a table forgets its older ones, so the run history
+    in the state database stays bounded however often a table's writer requests runs."""
 
     @field_validator("orphan_min_age")
     @classmethod
@@ -165,10 +168,10 @@ SparkJob = Literal["rewrite-data-files", "rewrite-manifests", "expire-snapshots"
 
 class CatalogMaintenanceSettings(_Strict):
     """Scheduled maintenance of one catalog's tables (``[catalogs.<name>.maintenance]``) and the policy every run of
-    them follows. A namespace (and its children) or a table overrides any key but `interval` and `sweep_max_tables`
-    with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where Iceberg defines the
-    value (see "Table maintenance"). The executor keys say where its jobs run (see "Executors"); they are the
-    catalog's alone."""
+    them follows. A namespace (and its children) or a table overrides any key but `interval`, `sweep_max_tables`
+    and the executor keys with the property `irc-proxy.maintenance.<key>`; Iceberg's own table properties win where
+    Iceberg defines the value (see "Table maintenance"). The executor keys say where its jobs run (see "Executors");
+    they are the catalog's alone and not shown in a table's policy."""
 
     # Policy: scheduling, thresholds and retention (owned by the scheduler; keep together) -----------------------
     enabled: bool = False

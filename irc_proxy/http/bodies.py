@@ -15,6 +15,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortOrder
 from pyiceberg.view.metadata import ViewVersion
 
+from irc_proxy.handling.maintenance.policy import PREFIX as MAINTENANCE_PREFIX
 from irc_proxy.handling.naming import TableIdent
 
 
@@ -31,12 +32,17 @@ class CreateNamespaceRequest(_Body):
     properties: dict[StrictStr, StrictStr] = Field(default_factory=dict)
 
     def facts(self) -> dict[str, Any]:
-        return {"new_namespace": tuple(self.namespace)}
+        overrides = any(key.startswith(MAINTENANCE_PREFIX) for key in self.properties)
+        return {"new_namespace": tuple(self.namespace), "maintenance_overrides": overrides}
 
 
 class UpdateNamespacePropertiesRequest(_Body):
     removals: list[StrictStr] = Field(default_factory=list)
     updates: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+    def facts(self) -> dict[str, Any]:
+        keys = [*self.removals, *self.updates]
+        return {"maintenance_overrides": any(key.startswith(MAINTENANCE_PREFIX) for key in keys)}
 
 
 class TableIdentifier(_Body):

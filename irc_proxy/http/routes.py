@@ -27,6 +27,7 @@ from irc_proxy.http.bodies import (
     CreateNamespaceRequest,
     RegisterTableRequest,
     RenameTableRequest,
+    UpdateNamespacePropertiesRequest,
     _Body,
 )
 from irc_proxy.http.parsing import catalog
@@ -66,7 +67,7 @@ OPERATIONS: list[Operation] = [
     Operation("GET", NS, namespaces.load_namespace),
     Operation("HEAD", NS, namespaces.namespace_exists),
     Operation("DELETE", NS, namespaces.drop_namespace),
-    Operation("POST", NS + "/properties", namespaces.update_properties),
+    Operation("POST", NS + "/properties", namespaces.update_properties, UpdateNamespacePropertiesRequest),
     Operation("GET", NS + "/tables", tables.list_tables),
     Operation("POST", NS + "/tables", tables.create_table),
     Operation("POST", NS + "/register", tables.register_table, RegisterTableRequest),

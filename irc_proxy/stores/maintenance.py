@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, or_, select, update
+from sqlalchemy import Engine, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from irc_proxy.dberrors import database_errors
@@ -27,6 +27,7 @@ from irc_proxy.threads import ThreadRunner
 
 RUNS = table_of(MaintenanceRunRow)
 STATUSES = ("queued", "running", "succeeded", "failed", "skipped")
+FINISHED = ("succeeded", "failed", "skipped")
 _CANDIDATES = 100
 """Queued runs one claim looks at, oldest first, after leaving out those of tables a run holds now."""
 
@@ -112,10 +113,16 @@ def new_run(
 class MaintenanceStore:
     """Runs of every catalog; each method is one short transaction in a worker thread."""
 
-    def __init__(self, engine: Engine, threads: ThreadRunner) -> None:
-        self._engine, self._threads = engine, threads
+    def __init__(self, engine: Engine, threads: ThreadRunner, kept_per_table: int = 100) -> None:
+        self._engine, self._threads, self._kept = engine, threads, kept_per_table
 
     async def add(self, run: MaintenanceRun) -> None:
+        """Queue ``run`` and forget its table's finished runs but the newest ``kept_per_table`` (one transaction):
+        one run of a table is queued at a time, but a writer requesting a dry run each time the last one finished
+        would otherwise add rows without end."""
+        await self._threads.run(self._add, run)
+
+    def _add(self, run: MaintenanceRun) -> None:
         statement = insert(RUNS).values(
             id=run.id,
             catalog=run.catalog,
@@ -127,7 +134,18 @@ class MaintenanceStore:
             requested_by=run.requested_by,
             created_at=run.created_at,
         )
-        await self._threads.run(self._execute, statement)
+        same = and_(
+            RUNS.c.catalog == run.catalog,
+            RUNS.c.namespace == json.dumps(list(run.namespace)),
+            RUNS.c.name == run.name,
+            RUNS.c.status.in_(FINISHED),
+        )
+        kept = select(RUNS.c.created_at).where(same).order_by(RUNS.c.created_at.desc())
+        with database_errors("State database"), self._engine.begin() as conn:
+            conn.execute(statement)
+            oldest_kept = conn.execute(kept.offset(self._kept - 1).limit(1)).first()
+            if oldest_kept is not None:
+                conn.execute(delete(RUNS).where(same, RUNS.c.created_at < oldest_kept.created_at))
 
     async def get(self, catalog: str, run_id: str) -> MaintenanceRun | None:
         where = and_(RUNS.c.catalog == catalog, RUNS.c.id == run_id)

@@ -50,6 +50,7 @@ from pyiceberg.typedef import EMPTY_DICT
 from irc_proxy.errors import CommitFailed
 from irc_proxy.handling.loaded import OpenedTable, Owns, TableLoad
 from irc_proxy.handling.maintenance.binpack import Group, Thresholds, plan_groups
+from irc_proxy.handling.maintenance.decoding import byte_array_columns, decoded_slices
 from irc_proxy.handling.maintenance.deleting import Deleter
 from irc_proxy.handling.maintenance.job import (
     COMMIT_ATTEMPTS,
@@ -206,20 +207,24 @@ class _Rewriter:
 
     def __init__(self, access: Access, buffer_bytes: int) -> None:
         self.metadata, self.io, self.owns, self.buffer_bytes = access.metadata, access.io, access.owns, buffer_bytes
-        metadata, io = self.metadata, self.io
+        metadata = self.metadata
         self.schema = metadata.schema()
         self.file_schema = sanitize_column_names(self.schema)
         self.model = FileFormatFactory.get(FileFormat.PARQUET)
         self.locations = load_location_provider(metadata.location, metadata.properties)
-        self.scan = ArrowScan(metadata, io, self.schema, AlwaysTrue())
         self.run_id = uuid.uuid4()
 
     def _batches(self, data_file: DataFile) -> Iterator[pa.RecordBatch]:
-        task = FileScanTask(data_file)
-        for batch in self.scan._record_batches_from_scan_tasks_and_deletes([task], {}):
-            yield _to_requested_schema(
-                self.file_schema, self.schema, batch, include_field_ids=True, format_model=self.model
-            )
+        """The file's rows, projected onto the table's schema, in batches that each decode to at most the buffer
+        (``decoding``: string and binary columns are read as dictionaries and decoded slice by slice)."""
+        with self.io.new_input(data_file.file_path).open() as source:
+            dictionaries = byte_array_columns(source)
+        scan = ArrowScan(self.metadata, self.io, self.schema, AlwaysTrue(), dictionary_columns=dictionaries)
+        for batch in scan._record_batches_from_scan_tasks_and_deletes([FileScanTask(data_file)], {}):
+            for piece in decoded_slices(batch, self.buffer_bytes):
+                yield _to_requested_schema(
+                    self.file_schema, self.schema, piece, include_field_ids=True, format_model=self.model
+                )
 
     def _location(self, group: Group[DataFile], number: int) -> str:
         name = f"{self.run_id}-rewrite-{number:05d}.parquet"

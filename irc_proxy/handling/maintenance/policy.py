@@ -11,7 +11,8 @@ Precedence, lowest first (each later layer wins for the keys it sets):
 
 Any client can set the properties (Spark's ``ALTER TABLE ... SET TBLPROPERTIES``, namespace properties), so a
 value is validated as the settings file's would be; an invalid one is ignored and named in ``Policy.warnings``
-(a run reports them), never fatal. ``CATALOG_ONLY`` keys shape the sweep itself and are not overridable.
+(a run reports them), never fatal. ``CATALOG_ONLY`` keys shape the sweep itself or say where jobs run, and are
+not overridable.
 """
 
 from __future__ import annotations
@@ -35,8 +36,15 @@ from irc_proxy.handling.tables.metadata import GC_ENABLED
 from irc_proxy.settings import CatalogMaintenanceSettings
 
 PREFIX = "irc-proxy.maintenance."
-CATALOG_ONLY = frozenset({"interval", "sweep_max_tables"})
-"""Keys of the sweep itself: set in the catalog's settings only."""
+EXECUTOR_KEYS = frozenset(
+    key for key in CatalogMaintenanceSettings.model_fields if key == "executor" or key.startswith("spark_")
+)
+"""Where the jobs run and with what (a command, a cluster, its credentials): the operator's, read from the
+catalog's settings only (``app.spark_executors``). Neither overridable (a writer's ``spark_submit`` would be
+shown as in effect though never used) nor shown in a table's policy: a table writer reading it would learn the
+operator's Spark command, cluster address and configuration keys."""
+CATALOG_ONLY = frozenset({"interval", "sweep_max_tables"}) | EXECUTOR_KEYS
+"""Keys of the sweep itself and of the executors: set in the catalog's settings only."""
 LIST_KEYS = frozenset({"jobs"})
 """Keys whose property value is a comma-separated list."""
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
@@ -76,7 +84,7 @@ class Policy:
 
     def to_json(self) -> dict[str, Any]:
         """Each value with its source, as the management API shows it."""
-        values = self.settings.model_dump(mode="json")
+        values = self.settings.model_dump(mode="json", exclude=set(EXECUTOR_KEYS))
         found = {key: {"value": value, "source": self.sources[key]} for key, value in values.items()}
         found["gc_enabled"] = {"value": self.gc_enabled, "source": self.sources.get("gc_enabled", "default")}
         return {"policy": found, "warnings": list(self.warnings)}
@@ -108,8 +116,8 @@ def resolve(
         if name in table:
             try:
                 problem = _override(values, key, parse(table[name]))
-            except ValueError:
-                problem = "not a number"
+            except (ValueError, OverflowError):  # any client may set it: 20 digits are no duration
+                problem = "not a number" if not table[name].strip().lstrip("-").isdigit() else "out of range"
             if problem is None:
                 sources[key] = f"table property {name}"
             else:

@@ -135,6 +135,16 @@ class Maintenance:
     ) -> list[MaintenanceRun]:
         return await self.store.page(catalog.name, namespace, name, offset, limit)
 
+    async def running(self, catalog: str, run_id: str, ident: TableIdent) -> bool:
+        """Whether run ``run_id`` of ``catalog`` is running now on table ``ident`` (a run credential is honoured
+        only then; see ``run_tokens.WithRunCredentials``)."""
+        found = await self.store.get(catalog, run_id)
+        return (
+            found is not None
+            and found.status == "running"
+            and (tuple(found.namespace), found.name) == (tuple(ident.namespace), ident.name)
+        )
+
     def scheduled(self, catalog: str) -> bool:
         """Whether the catalog's tables are maintained on a schedule (``enabled``)."""
         return self.schedule is not None and self.policy_settings(catalog).enabled

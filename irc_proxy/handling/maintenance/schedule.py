@@ -81,11 +81,17 @@ class Scheduler:
 
     async def _evaluate_one(self, catalog: Catalog, ident: TableIdent) -> bool:
         """``evaluate``, with a table that cannot be read (damaged metadata, its storage away) passed over: one
-        table never holds up the sweep of the others."""
+        table never holds up the sweep of the others. Any other error is passed over too (logged as the bug it
+        is): a table's writer controls its metadata and properties, and a sweep dying on it would die on it
+        again next time (its mark stays the oldest, the walk's cursor never moves), stopping the schedule of
+        every table of the catalog."""
         try:
             return await self.evaluate(catalog, ident)
         except CatalogError as exc:
             log.warning("maintenance sweep of %s: %s passed over: %s", catalog.name, ident, exc)
+            return False
+        except Exception:
+            log.exception("maintenance sweep of %s: %s passed over", catalog.name, ident)
             return False
 
     async def evaluate(self, catalog: Catalog, ident: TableIdent) -> bool:

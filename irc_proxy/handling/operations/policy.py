@@ -40,6 +40,8 @@ class Requested:
     source: TableIdent | None = None
     destination: Namespace = ()
     """Renames: the object renamed, and the namespace it moves to."""
+    maintenance_overrides: bool = False
+    """createNamespace, updateProperties: the body sets or removes ``irc-proxy.maintenance.*`` properties."""
 
     @property
     def ident(self) -> TableIdent:
@@ -97,10 +99,27 @@ def listing(privilege: P) -> Rule:
     return rule
 
 
+async def _maintenance_overrides(access: Access, namespace: Namespace, requested: Requested) -> None:
+    """Maintenance overrides on a namespace (``irc-proxy.maintenance.*``) decide what runs do to every table
+    below it, others' too (how many snapshots expire, and their files with them; how young an orphan may be
+    deleted): who sets them holds ``table.write`` on the whole namespace (a grant on it or above), not only
+    ``namespace.properties`` or ``namespace.create``."""
+    if requested.maintenance_overrides:
+        await access.require(P.TABLE_WRITE, access.namespace(namespace))
+
+
+async def update_properties(access: Access, catalog: Catalog, requested: Requested) -> None:
+    """``namespace.properties`` on the namespace; ``table.write`` on it too for maintenance overrides."""
+    await access.require(P.NAMESPACE_PROPERTIES, access.namespace(requested.namespace))
+    await _maintenance_overrides(access, requested.namespace, requested)
+
+
 async def create_namespace(access: Access, catalog: Catalog, requested: Requested) -> None:
-    """``namespace.create`` on the parent, and on the parent of every missing ancestor created with it."""
+    """``namespace.create`` on the parent, and on the parent of every missing ancestor created with it
+    (``table.write`` on the new namespace too when it is created with maintenance overrides)."""
     namespace = requested.new_namespace
     await access.require(P.NAMESPACE_CREATE, access.namespace(namespace[:-1]))
+    await _maintenance_overrides(access, namespace, requested)
     for depth in range(len(namespace) - 1, 0, -1):
         try:
             await catalog.namespaces.exists(namespace[:depth])
@@ -154,7 +173,7 @@ POLICY: dict[str, Rule] = {
     "loadNamespaceMetadata": on_namespace(P.NAMESPACE_USE),
     "namespaceExists": existence(SecurableType.NAMESPACE),
     "dropNamespace": on_namespace(P.NAMESPACE_DROP),
-    "updateProperties": on_namespace(P.NAMESPACE_PROPERTIES),
+    "updateProperties": update_properties,
     "listTables": listing(P.TABLE_LIST),
     "createTable": on_namespace(P.TABLE_CREATE),
     "registerTable": register_table,

@@ -5,7 +5,9 @@ every commit it makes passes authorization, audit and confinement like any clien
 
 * **scoped**: it carries its own grants, exactly ``table.write`` (which implies ``table.read``) on the run's one
   table; nothing from the state database or ``auth.admins`` widens them, and the admin API refuses it;
-* **short-lived**: it expires with the run's timeout (``spark_timeout``) plus a minute;
+* **short-lived**: it expires with the run's timeout (``spark_timeout``) plus a minute, and is refused as soon as
+  its run is no longer ``running`` in the state database (``RunIsLive``): a credential read from a cluster's logs
+  or an executor's memory cannot be replayed once the run has finished;
 * **shared by replicas**: an HMAC-SHA256 over its claims with a key derived from the page-token key the replicas
   share through the state database, so a driver behind a load balancer may reach any replica;
 * **never logged**: the child gets it on its standard input, never on its command line or in its environment;
@@ -22,7 +24,7 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,12 +103,18 @@ class RunCredentials:
         return hmac.new(key, body.encode(), hashlib.sha256).digest()
 
 
+RunIsLive = Callable[[RunScope], Awaitable[bool]]
+"""Whether a credential's run is running now, on the credential's table (the state database says)."""
+
+
 class WithRunCredentials:
     """An :class:`Authenticator` that accepts run credentials before asking the configured one (any mode: with
-    ``auth.mode = "none"`` the driver is still held to its one table)."""
+    ``auth.mode = "none"`` the driver is still held to its one table). With ``live``, a credential whose run is
+    over (finished, failed, taken over by another replica's attempt) is refused although its signature and expiry
+    hold: one look-up of the run by its key per request, the price of a credential that dies with its run."""
 
-    def __init__(self, inner: Authenticator, credentials: RunCredentials) -> None:
-        self.inner, self.credentials = inner, credentials
+    def __init__(self, inner: Authenticator, credentials: RunCredentials, live: RunIsLive | None = None) -> None:
+        self.inner, self.credentials, self.live = inner, credentials, live
 
     @property
     def required(self) -> bool:
@@ -116,6 +124,8 @@ class WithRunCredentials:
         if not token.startswith(PREFIX):
             return await self.inner.authenticate(token)
         scope = self.credentials.verify(token)
+        if self.live is not None and not await self.live(scope):
+            raise NotAuthenticated("Invalid bearer token: the run credential's run is over")
         return Principal(PRINCIPAL, (), scope.grants())
 
 

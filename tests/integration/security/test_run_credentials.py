@@ -1,6 +1,7 @@
 """Attacks on run credentials (``handling/security/run_tokens.py``), the tokens a ``spark`` maintenance run's driver
 calls the proxy with: whoever obtains one (a Spark executor's memory, a cluster's logs) must be able to do no more
-than the run itself — read and commit to its one table, until it expires — on an ``oauth2`` proxy with grants.
+than the run itself — read and commit to its one table, while the run is running and until it expires — on an
+``oauth2`` proxy with grants.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import base64
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import Engine, insert, update
 
 from irc_proxy.handling.maintenance.spark import SparkExecutor, SparkSettings
 from irc_proxy.handling.naming import TableIdent
@@ -21,6 +24,7 @@ from irc_proxy.handling.paging import new_key
 from irc_proxy.handling.security.authn import hash_secret
 from irc_proxy.handling.security.run_tokens import PREFIX, RunCredentials
 from irc_proxy.stores.db import create_state_engine
+from irc_proxy.stores.maintenance import RUNS, new_run
 from irc_proxy.stores.page_keys import shared_page_keys
 from tests.support.in_process import InProcessProxy, ServeInProcess
 from tests.support.maintenance import runs_url
@@ -28,6 +32,8 @@ from tests.support.rest import MGMT
 
 ROOT_SECRET = "root-secret-run-credentials"
 CONFIG = f"""
+[server.maintenance]
+max_concurrent_runs = 0
 [auth]
 mode = "oauth2"
 admins = ["root"]
@@ -46,13 +52,39 @@ def proxy(serve_in_process: ServeInProcess) -> InProcessProxy:
 
 
 @pytest.fixture(scope="module")
-def credentials(proxy: InProcessProxy) -> RunCredentials:
-    """Minting as the proxy does: with the page-token key the replicas share through the state database."""
+def state(proxy: InProcessProxy) -> Iterator[Engine]:
+    """The proxy's state database (its worker runs nothing here: ``max_concurrent_runs = 0``)."""
     engine = create_state_engine(f"sqlite:///{Path(proxy.workdir) / 'data' / 'state.db'}")
-    try:
-        return RunCredentials(shared_page_keys(engine, new_key))
-    finally:
-        engine.dispose()
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def credentials(state: Engine) -> RunCredentials:
+    """Minting as the proxy does: with the page-token key the replicas share through the state database."""
+    return RunCredentials(shared_page_keys(state, new_key))
+
+
+def running(state: Engine, ident: TableIdent) -> str:
+    """A run of ``ident`` as a worker holds it while its Spark driver works: its id."""
+    run = replace(
+        new_run("local", ident.namespace, ident.name, ["rewrite-data-files"], False, "root"), status="running"
+    )
+    with state.begin() as conn:
+        conn.execute(
+            insert(RUNS).values(
+                id=run.id,
+                catalog=run.catalog,
+                namespace=json.dumps(list(run.namespace)),
+                name=run.name,
+                jobs=json.dumps(list(run.jobs)),
+                dry_run=False,
+                status=run.status,
+                requested_by=run.requested_by,
+                created_at=run.created_at,
+            )
+        )
+    return run.id
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +115,10 @@ def properties_commit(value: str) -> dict[str, object]:
 
 
 def test_a_run_credential_reads_and_commits_to_its_own_table_only(
-    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials
+    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials, state: Engine
 ) -> None:
-    token = credentials.mint("run-1", "local", TableIdent(("mine",), "t"), 60)
+    ident = TableIdent(("mine",), "t")
+    token = credentials.mint(running(state, ident), "local", ident, 60)
     with as_run(proxy, token) as run:
         assert run.get("/v1/local/namespaces/mine/tables/t").status_code == 200
         assert run.post("/v1/local/namespaces/mine/tables/t", json=properties_commit("yes")).status_code == 200
@@ -99,9 +132,10 @@ def test_a_run_credential_reads_and_commits_to_its_own_table_only(
 
 
 def test_a_run_credential_cannot_use_the_admin_api_or_request_runs(
-    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials
+    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials, state: Engine
 ) -> None:
-    token = credentials.mint("run-2", "local", TableIdent(("mine",), "t"), 60)
+    ident = TableIdent(("mine",), "t")
+    token = credentials.mint(running(state, ident), "local", ident, 60)
     with as_run(proxy, token) as run:
         assert run.get(f"{MGMT}/principals").status_code == 403
         assert run.post(f"{MGMT}/roles", json={"name": "escalate"}).status_code == 403
@@ -109,14 +143,17 @@ def test_a_run_credential_cannot_use_the_admin_api_or_request_runs(
         assert run.post(runs_url(), json=body).status_code == 403
 
 
-@pytest.mark.parametrize("kind", ["expired", "forged", "edited", "other-proxy"])
+@pytest.mark.parametrize("kind", ["expired", "forged", "edited", "other-proxy", "unknown-run"])
 def test_expired_forged_or_edited_run_credentials_are_401(
-    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials, kind: str
+    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials, state: Engine, kind: str
 ) -> None:
     ident = TableIdent(("mine",), "t")
-    token = credentials.mint("run-3", "local", ident, 60)
+    run_id = running(state, ident)
+    token = credentials.mint(run_id, "local", ident, 60)
     if kind == "expired":
-        token = credentials.mint("run-3", "local", ident, -1)
+        token = credentials.mint(run_id, "local", ident, -1)
+    elif kind == "unknown-run":  # signed by this proxy for a run that does not exist
+        token = credentials.mint("run-3", "local", ident, 60)
     elif kind == "forged":
         token = f"{PREFIX}{token[len(PREFIX) :].split('.')[0]}.{base64.urlsafe_b64encode(b'x' * 32).decode()}"
     elif kind == "edited":  # the same signature over a body naming another table
@@ -126,10 +163,28 @@ def test_expired_forged_or_edited_run_credentials_are_401(
         edited = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
         token = f"{PREFIX}{edited}.{signature}"
     else:  # minted with another proxy's key
-        token = RunCredentials([new_key()]).mint("run-3", "local", ident, 60)
+        token = RunCredentials([new_key()]).mint(run_id, "local", ident, 60)
     with as_run(proxy, token) as run:
         assert run.get("/v1/local/namespaces/mine/tables/t").status_code == 401
         assert run.get("/v1/local/namespaces/theirs/tables/t").status_code == 401
+
+
+def test_a_run_credential_dies_with_its_run(
+    proxy: InProcessProxy, root: httpx.Client, credentials: RunCredentials, state: Engine
+) -> None:
+    """Read from a cluster's logs after the run finished, the credential is refused though it has not expired."""
+    ident = TableIdent(("mine",), "t")
+    run_id = running(state, ident)
+    token = credentials.mint(run_id, "local", ident, 3600)
+    with as_run(proxy, token) as run:
+        assert run.get("/v1/local/namespaces/mine/tables/t").status_code == 200
+        with state.begin() as conn:
+            conn.execute(update(RUNS).where(RUNS.c.id == run_id).values(status="succeeded"))
+        assert run.get("/v1/local/namespaces/mine/tables/t").status_code == 401
+        assert run.post("/v1/local/namespaces/mine/tables/t", json=properties_commit("late")).status_code == 401
+    other = running(state, TableIdent(("theirs",), "t"))  # a live run of another table: not this credential's
+    with as_run(proxy, credentials.mint(other, "local", ident, 3600)) as run:
+        assert run.get("/v1/local/namespaces/mine/tables/t").status_code == 401
 
 
 FAKE_DRIVER = """#!/bin/sh

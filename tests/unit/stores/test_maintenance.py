@@ -54,3 +54,28 @@ def test_claim_run_takes_over_a_run_whose_lease_ran_out(
         assert await store.finish(run.id, "cli", "succeeded", {}, None)
 
     asyncio.run(scenario())
+
+
+def test_adding_a_run_forgets_its_tables_finished_runs_but_the_newest(
+    state_engine: sa.Engine, threads: ThreadRunner, uid: str
+) -> None:
+    """A table's writer may request a run each time the last finished: the history stays ``kept_per_table``
+    finished runs (plus the one queued), another table's runs and a running run are never forgotten."""
+    store = MaintenanceStore(state_engine, threads, kept_per_table=2)
+    other = new_run(uid, ("sales",), "customers", ["expire-snapshots"], True, "w")
+
+    async def scenario() -> None:
+        await store.add(other)
+        assert await store.claim_run(other.id, "worker", LEASE) is not None  # running through all of it
+        added = []
+        for _ in range(5):
+            run = new_run(uid, ("sales",), "orders", ["expire-snapshots"], True, "w")
+            await store.add(run)
+            added.append(run.id)
+            assert await store.claim_run(run.id, "worker", LEASE) is not None
+            assert await store.finish(run.id, "worker", "succeeded", {}, None)
+        kept = [run.id for run in await store.page(uid, ("sales",), "orders", 0, 100)]
+        assert kept == added[::-1][:3]  # the newest two kept when the fifth was added, then the fifth
+        assert [run.id for run in await store.page(uid, ("sales",), "customers", 0, 100)] == [other.id]
+
+    asyncio.run(scenario())
