@@ -9,6 +9,7 @@ is written directly (a logging call). ``close`` flushes what is queued, within a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -85,6 +86,9 @@ class _QueuedSink:
         self.drops = _Drops(self.name)
         self._task: asyncio.Task[None] | None = None
         self._last_write = -1e9
+        self.offered = self.handled = 0
+        """Records accepted by ``offer`` and records written (or dropped) since start: ``caught_up`` compares them."""
+        self._progress = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._drain(), name=f"audit-{self.name}")
@@ -92,8 +96,22 @@ class _QueuedSink:
     def offer(self, record: AuditRecord) -> None:
         try:
             self.queue.put_nowait(record)
+            self.offered += 1
         except asyncio.QueueFull:
             self.drops.add(1, "queue full")
+
+    async def caught_up(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` s) until every record offered before this call is written or dropped: a query
+        of the audit trail then sees the records of the requests this replica answered before it."""
+        target = self.offered
+        deadline = time.monotonic() + timeout
+        while self.handled < target and self._task is not None and not self._task.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._progress.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._progress.wait(), left)
 
     async def write(self, batch: Sequence[AuditRecord]) -> None:
         raise NotImplementedError
@@ -115,6 +133,8 @@ class _QueuedSink:
                 self._last_write = time.monotonic()
                 for _ in batch:
                     self.queue.task_done()
+                self.handled += len(batch)
+                self._progress.set()
 
     async def close(self, timeout: float) -> None:
         """Wait (up to ``timeout``) for the queue to drain, then stop the task."""
@@ -233,6 +253,13 @@ class Auditor:
     def start(self) -> None:
         for sink in self.sinks:
             sink.start()
+
+    async def written(self, timeout: float = 2.0) -> None:
+        """Wait (bounded) until the database sink has written what this replica submitted so far (the audit
+        query's read-your-writes: records are written in batches up to ~0.1 s apart)."""
+        for sink in self.sinks:
+            if isinstance(sink, DatabaseSink):
+                await sink.caught_up(timeout)
 
     def submit(self, record: AuditRecord) -> None:
         """Hand a record to every sink; never blocks, never raises."""

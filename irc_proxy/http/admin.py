@@ -181,7 +181,9 @@ async def query_audit(request: Request) -> Response:
         raise BadRequest("Invalid before-id: the id of a record")
     if params.get("decision") not in (None, "allowed", "denied"):
         raise BadRequest("Invalid decision: allowed or denied")
-    records = await app_state(request).audit_reader.query(
+    shared = app_state(request)
+    await shared.auditor.written()  # the records of requests this replica already answered are in the table
+    records = await shared.audit_reader.query(
         since=_time(request, "since"),
         until=_time(request, "until"),
         principal=params.get("principal"),

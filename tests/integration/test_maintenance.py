@@ -350,9 +350,14 @@ def test_runs_need_table_write_and_are_audited(serve_in_process: ServeInProcess)
             assert time.monotonic() < deadline
             time.sleep(0.1)
         assert root.get(f"{runs_url()}/{run_id}").json()["status"] == "succeeded"
-        records = root.get(f"{MGMT}/audit", params={"operation": "management.requestMaintenanceRun"}).json()["records"]
-        decisions = {(r["principal"], r["decision"], r["object"]) for r in records}
-        assert {("reader", "denied", "team.t"), ("writer", "allowed", "team.t")} <= decisions
+        wanted = {("reader", "denied", "team.t"), ("writer", "allowed", "team.t")}
+        decisions: set[tuple[str, str, str]] = set()
+        while not wanted <= decisions and time.monotonic() < deadline:  # records are written in batches
+            params = {"operation": "management.requestMaintenanceRun"}
+            records = root.get(f"{MGMT}/audit", params=params).json()["records"]
+            decisions = {(r["principal"], r["decision"], r["object"]) for r in records}
+            time.sleep(0.05)
+        assert wanted <= decisions
         queued = [r["reason"] for r in records if r["status"] == 202]
         assert queued == [f"table.write on namespace local.team via role writer-role; run {run_id}: expire-snapshots"]
         system: list[dict[str, Any]] = []
