@@ -75,5 +75,6 @@ def save(path: Path, report: dict[str, Any]) -> None:
     """Write ``report`` as the baseline, keeping the stored rows this run did not measure (``--only``)."""
     rows = {key(row): row for row in report["rows"] if not row.get("error")}
     kept = [row for k, row in load(path).items() if k not in rows] if path.is_file() else []
-    stored = {**report, "rows": kept + [{k: v for k, v in row.items() if k != "vs baseline"} for row in rows.values()]}
+    fresh = [{k: v for k, v in row.items() if k not in ("vs baseline", "samples")} for row in rows.values()]
+    stored = {**report, "rows": kept + fresh}  # the ratios, not the samples (those are in latest.json)
     path.write_text(json.dumps(stored, indent=1) + "\n", encoding="utf-8")
