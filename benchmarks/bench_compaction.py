@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import httpx
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 
 from benchmarks.support import SCHEMA, alternate, latency_rows, row, rows, served_proxy
@@ -33,36 +35,50 @@ kind = "local"
 ROWS_PER_FILE = 50
 
 
+RUNS = "/management/v1/catalogs/local/maintenance/runs"
+
+
+def small_files(rest: RestCatalog, name: str, files: int) -> Table:
+    """Table ``bench.<name>``, partitioned by ``region``, of ``files`` data files of ``ROWS_PER_FILE`` rows each,
+    written with pyarrow and added in one commit."""
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+    table = rest.create_table(("bench", name), schema=SCHEMA, partition_spec=spec)
+    data = Path(urlparse(table.location()).path) / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(files):
+        region = ("eu", "us", "apac")[i % 3]
+        chunk = rows(ROWS_PER_FILE * 3, i * ROWS_PER_FILE * 3).filter(pc.field("region") == region)
+        path = data / f"small-{i:05d}-{region}.parquet"
+        pq.write_table(chunk, path)
+        paths.append(path.as_uri())
+    table.add_files(paths)
+    return table
+
+
+def local_compaction(http: httpx.Client, name: str) -> dict[str, Any]:
+    """The result of one ``rewrite-data-files`` run of ``bench.<name>`` requested through the management API."""
+    body = {"table": {"namespace": ["bench"], "name": name}, "jobs": ["rewrite-data-files"]}
+    run_id = http.post(RUNS, json=body).json()["id"]
+    while (found := http.get(f"{RUNS}/{run_id}").json())["status"] in ("queued", "running"):
+        time.sleep(0.05)
+    result: dict[str, Any] = found["results"]["rewrite-data-files"]
+    if result.get("status") != "succeeded":
+        raise RuntimeError(f"the local compaction did not succeed: {found}")
+    return result
+
+
 def run(quick: bool = False) -> list[dict[str, object]]:
     files, samples = (200, 3) if quick else (2000, 5)
     with served_proxy(CONFIG) as proxy, httpx.Client(base_url=proxy.url, timeout=600) as http:
         rest = RestCatalog("proxy", uri=proxy.url, warehouse="local")
         rest.create_namespace("bench")
-        spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
-        table = rest.create_table(("bench", "small"), schema=SCHEMA, partition_spec=spec)
-        data = Path(urlparse(table.location()).path) / "data"
-        paths = []
-        for i in range(files):
-            region = ("eu", "us", "apac")[i % 3]
-            chunk = rows(ROWS_PER_FILE * 3, i * ROWS_PER_FILE * 3).filter(pc.field("region") == region)
-            path = data / f"small-{i:05d}-{region}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(chunk, path)
-            paths.append(path.as_uri())
-        table.add_files(paths)
-        before = rest.load_table(("bench", "small")).metadata.current_snapshot_id
+        before = small_files(rest, "small", files).metadata.current_snapshot_id
         started = time.perf_counter()
-        body = {"table": {"namespace": ["bench"], "name": "small"}, "jobs": ["rewrite-data-files"]}
-        run_id = http.post("/management/v1/catalogs/local/maintenance/runs", json=body).json()["id"]
-        while (found := http.get(f"/management/v1/catalogs/local/maintenance/runs/{run_id}").json())["status"] in (
-            "queued",
-            "running",
-        ):
-            time.sleep(0.05)
+        result = local_compaction(http, "small")
         compaction_s = time.perf_counter() - started
-        result = found["results"]["rewrite-data-files"]
-        if result.get("status") != "succeeded" or result.get("data-files-rewritten") != files:
-            raise RuntimeError(f"compaction did not rewrite the table: {found}")
+        if result.get("data-files-rewritten") != files:
+            raise RuntimeError(f"compaction did not rewrite the table: {result}")
         table = rest.load_table(("bench", "small"))
         times = alternate(
             {

@@ -16,53 +16,18 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlparse
 
 import httpx
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyiceberg.catalog.rest import RestCatalog
-from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.table import Table
-from pyiceberg.transforms import IdentityTransform
 
+from benchmarks.bench_compaction import ROWS_PER_FILE, local_compaction, small_files
 from benchmarks.bench_spark_pipeline import session
-from benchmarks.support import SCHEMA, alternate, latency_rows, row, rows, served_proxy
+from benchmarks.support import alternate, latency_rows, row, served_proxy
 
 CONFIG = """
 [server.maintenance]
 poll_seconds = 0.1
 """
-ROWS_PER_FILE = 50
-RUNS = "/management/v1/catalogs/local/maintenance/runs"
-
-
-def small_files(rest: RestCatalog, name: str, files: int) -> Table:
-    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
-    table = rest.create_table(("bench", name), schema=SCHEMA, partition_spec=spec)
-    data = Path(urlparse(table.location()).path) / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in range(files):
-        region = ("eu", "us", "apac")[i % 3]
-        chunk = rows(ROWS_PER_FILE * 3, i * ROWS_PER_FILE * 3).filter(pc.field("region") == region)
-        path = data / f"small-{i:05d}-{region}.parquet"
-        pq.write_table(chunk, path)
-        paths.append(path.as_uri())
-    table.add_files(paths)
-    return table
-
-
-def local_compaction(http: httpx.Client, name: str) -> dict[str, Any]:
-    body = {"table": {"namespace": ["bench"], "name": name}, "jobs": ["rewrite-data-files"]}
-    run_id = http.post(RUNS, json=body).json()["id"]
-    while (found := http.get(f"{RUNS}/{run_id}").json())["status"] in ("queued", "running"):
-        time.sleep(0.05)
-    result: dict[str, Any] = found["results"]["rewrite-data-files"]
-    if result.get("status") != "succeeded":
-        raise RuntimeError(f"the local compaction did not succeed: {found}")
-    return result
 
 
 def run(quick: bool = False) -> list[dict[str, object]]:

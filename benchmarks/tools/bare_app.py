@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from irc_proxy.cli_serve import use_uvloop
+
 BODY = Path(os.environ["BARE_APP_BODY"]).read_bytes() if os.environ.get("BARE_APP_BODY") else b""
 
 
@@ -45,17 +47,9 @@ def main() -> None:
     workers = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     config.workers = workers if workers > 1 else 0  # 0: serve in this process, as the proxy does with 1
     config.application_path = "benchmarks.tools.bare_app:app"
-    config.worker_class = "uvloop" if uses_uvloop() else "asyncio"  # the proxy's own choice (server.event_loop)
+    # The loop the proxy's default (``server.event_loop = "auto"``) runs on, decided by the proxy's own code.
+    config.worker_class = "uvloop" if use_uvloop("auto") else "asyncio"
     run(config)
-
-
-def uses_uvloop() -> bool:
-    """The proxy's default ``server.event_loop = "auto"``: uvloop when it can be imported."""
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 if __name__ == "__main__":
