@@ -106,6 +106,31 @@ def test_pyspark_with_a_static_token(spark: Any, secured: ProxyProcess, principa
         spark.sql(f"SELECT * FROM {bogus}.shop.orders").collect()
 
 
+@pytest.mark.spark
+def test_pyspark_reads_metadata_tables_with_a_grant_on_one_table(spark: Any, secured: ProxyProcess) -> None:
+    """Spark loads ``shop.orders.snapshots`` as a table before it reads the metadata table of ``shop.orders``:
+    a caller whose only grant is ``table.read`` on that one table must get the metadata tables too."""
+    admin = httpx.Client(
+        base_url=secured.url, headers={"Authorization": f"Bearer {issue_token(secured.url, 'root', ROOT_SECRET)}"}
+    )
+    assert admin.post(f"{MGMT}/roles", json={"name": "orders-reader"}).status_code == 201
+    grant = {"catalog": "local", "namespace": ["shop"], "table": "orders", "privilege": "table.read"}
+    assert admin.post(f"{MGMT}/roles/orders-reader/grants", json=grant).status_code == 201
+    created = admin.post(f"{MGMT}/principals", json={"name": "orders-svc", "roles": ["orders-reader"]}).json()
+    admin.close()
+    credential = f"{created['credentials']['client-id']}:{created['credentials']['client-secret']}"
+    catalog = add_spark_catalog(spark, "sec_one_table", secured, "local", credential=credential)
+    assert rows(spark, f"SELECT count(*) FROM {catalog}.shop.orders") == [
+        (len(rows(spark, f"SELECT id FROM {catalog}.shop.orders")),)
+    ]
+    snapshots = rows(spark, f"SELECT snapshot_id FROM {catalog}.shop.orders.snapshots")
+    assert snapshots, "the table has snapshots"
+    files = rows(spark, f"SELECT file_path FROM {catalog}.shop.orders.files")
+    assert files and all(str(path).endswith(".parquet") for (path,) in files)
+    history = rows(spark, f"SELECT snapshot_id FROM {catalog}.shop.orders.history")
+    assert {s for (s,) in history} <= {s for (s,) in snapshots}
+
+
 def test_duckdb_with_a_bearer_token(
     secured: ProxyProcess, principals: dict[str, tuple[str, str]], tmp_path: Path
 ) -> None:

@@ -111,6 +111,24 @@ def test_denied_and_missing_objects_look_the_same(reader: httpx.Client) -> None:
     assert_error(reader.get(table_url(("sales",), "nothing")), 404, "NoSuchTableException")
 
 
+def test_a_metadata_table_probe_of_a_readable_table_is_missing_not_forbidden(
+    proxy: ProxyProcess, root: httpx.Client
+) -> None:
+    """Spark loads ``hr.people.files`` as a table first and reads the metadata table only after a 404: a caller
+    who may read ``hr.people`` gets that 404; one who may not keeps the 403."""
+    credentials = make_principal(root, "one-table", {"privilege": "table.read", "namespace": ["hr"], "table": "people"})
+    with bearer_client(proxy.url, *credentials) as one_table:
+        for probe in ("files", "snapshots", "all_manifests", "branch_main", "tag_v1", "snapshot_id_42"):
+            response = one_table.get(table_url(("hr", "people"), probe))
+            assert_error(response, 404, "NoSuchTableException", "through table hr.people")
+            assert one_table.head(table_url(("hr", "people"), probe)).status_code == 404
+        # Not a metadata-table name, or a table the caller may not read: still refused.
+        assert_error(one_table.get(table_url(("hr", "people"), "other")), 403, "ForbiddenException")
+        assert_error(one_table.get(table_url(("hr", "salaries"), "files")), 403, "ForbiddenException")
+        assert_error(one_table.get(table_url(("secret", "payroll"), "files")), 403, "ForbiddenException")
+        assert one_table.get(table_url(("hr",), "people")).status_code == 200
+
+
 def test_listings_show_only_what_the_caller_may_see(proxy: ProxyProcess, root: httpx.Client) -> None:
     credentials = make_principal(
         root,

@@ -10,10 +10,11 @@ caller was found to may create in the immediate parent.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from irc_proxy.errors import NoSuchNamespace
+from irc_proxy.errors import NoSuchNamespace, NoSuchTable
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.security.access import Access
@@ -83,6 +84,55 @@ def existence(kind: SecurableType) -> Rule:
         await access.require_any(privileges, target)
 
     return rule
+
+
+METADATA_TABLES = frozenset(
+    {
+        "entries", "files", "data_files", "delete_files", "history", "metadata_log_entries", "snapshots", "refs",
+        "manifests", "partitions", "all_data_files", "all_delete_files", "all_files", "all_manifests", "all_entries",
+        "position_deletes",
+    }
+)  # fmt: skip
+"""Iceberg's metadata tables (``MetadataTableType``), as engines name them after a table: ``db.orders.files``."""
+_SELECTOR = re.compile(r"(snapshot_id_\d+|at_timestamp_\d+|branch_.+|tag_.+)")
+"""Spark's time-travel selectors after a table name: ``db.orders.branch_audit``."""
+
+
+def probed_base(requested: Requested) -> TableIdent | None:
+    """The table an engine means when it loads ``<table>.<metadata table or selector>``.
+
+    Spark (``SparkCatalog.loadTable``) first asks the catalog for ``db.orders.files`` as a table and reads the
+    metadata table of ``db.orders`` only when the answer is "no such table" (404); a 403 fails the query.
+    """
+    name = requested.name.lower()
+    if len(requested.namespace) < 2 or not (name in METADATA_TABLES or _SELECTOR.fullmatch(name)):
+        return None
+    return TableIdent(requested.namespace[:-1], requested.namespace[-1])
+
+
+async def _refuse_probe_as_missing(access: Access, requested: Requested, privileges: tuple[P, ...]) -> None:
+    """A caller who may read ``db.orders`` but holds nothing on ``db.orders.files`` gets the 404 an engine needs
+    to fall back to the metadata table, not a 403. It learns nothing: it may read ``db.orders`` and its metadata
+    anyway, and a 404 says no more than a 403 about a table of that name that it may not see."""
+    target = access.table(requested.ident)
+    base = probed_base(requested)
+    if base is None or any([await access.holds(p, target) for p in privileges]):
+        return
+    if await access.holds(P.TABLE_READ, access.table(base)):
+        access.note("denied", f"no grant on {target}; {requested.name} is a metadata table of {base}: missing")
+        raise NoSuchTable(f"Table does not exist: {requested.ident} (read {requested.name} through table {base})")
+
+
+async def load_table(access: Access, catalog: Catalog, requested: Requested) -> None:
+    """``table.read`` on the table (see :func:`_refuse_probe_as_missing` for an engine's metadata-table probe)."""
+    await _refuse_probe_as_missing(access, requested, (P.TABLE_READ,))
+    await access.require(P.TABLE_READ, access.table(requested.ident))
+
+
+async def table_exists(access: Access, catalog: Catalog, requested: Requested) -> None:
+    """As ``existence(TABLE)``, with an engine's metadata-table probe answered as missing."""
+    await _refuse_probe_as_missing(access, requested, _EXISTENCE[SecurableType.TABLE])
+    await access.require_any(_EXISTENCE[SecurableType.TABLE], access.table(requested.ident))
 
 
 _EXISTENCE = {
@@ -177,8 +227,8 @@ POLICY: dict[str, Rule] = {
     "listTables": listing(P.TABLE_LIST),
     "createTable": on_namespace(P.TABLE_CREATE),
     "registerTable": register_table,
-    "loadTable": on(T, P.TABLE_READ),
-    "tableExists": existence(T),
+    "loadTable": load_table,
+    "tableExists": table_exists,
     "updateTable": commit_table,
     "dropTable": on(T, P.TABLE_DROP),
     "unregisterTable": on(T, P.TABLE_DROP),

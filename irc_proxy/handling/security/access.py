@@ -79,6 +79,12 @@ class Access:
             who = self.context.principal
             raise Forbidden(f"Principal {who} is not authorized: {privilege.value} on {target} is required")
 
+    async def holds(self, privilege: Privilege, target: Securable) -> bool:
+        """Whether the caller holds ``privilege`` on ``target``, without a note in the audit record (a rule that
+        decides between two refusals asks this first, then refuses once)."""
+        held = await self.grants()
+        return (held.admin and not self.enabled) or held.check(privilege, target).allowed
+
     async def require_any(self, privileges: Sequence[Privilege], target: Securable) -> None:
         """One of ``privileges`` (the first is the one a refusal names)."""
         held = await self.grants()
