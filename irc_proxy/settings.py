@@ -734,6 +734,10 @@ SigningAlgorithm = Literal["RS256", "ES256"]
 VerifyAlgorithm = Literal["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA"]
 
 
+RESERVED_PRINCIPALS = frozenset({"anonymous", "irc-proxy"})
+"""Principal names no client may have (``handling.security.authn.RESERVED_NAMES``; a unit test keeps them equal)."""
+
+
 class AuthClient(_Strict):
     """A client of the ``oauth2`` mode's token endpoint; only a hash of its secret is configured."""
 
@@ -751,6 +755,8 @@ class AuthClient(_Strict):
     def _principal_defaults_to_id(self) -> AuthClient:
         if not self.secret_hash.get_secret_value().startswith("scrypt$"):
             raise ValueError("secret_hash: not a hash from `irc-proxy auth hash-secret`")
+        if (self.principal or self.id) in RESERVED_PRINCIPALS:
+            raise ValueError(f"principal: {self.principal or self.id!r} is reserved (the proxy itself, or no token)")
         return self if self.principal else self.model_copy(update={"principal": self.id})
 
 

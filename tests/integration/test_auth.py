@@ -160,6 +160,15 @@ def test_expired_token_signed_with_the_right_key_is_401(
         assert_401(httpx.get(f"{secured.url}/v1/namespaces", headers=bearer(jwt.encode({"alg": "RS256"}, claims, key))))
 
 
+def test_a_token_naming_a_reserved_principal_is_401(secured: ProxyProcess, signing_key: tuple[RSAKey, Path]) -> None:
+    """``irc-proxy`` (the proxy itself in audit records) and ``anonymous`` cannot be a caller's name."""
+    for name in ("irc-proxy", "anonymous"):
+        token = jwt.encode({"alg": "RS256"}, forged_claims(sub=name), signing_key[0])
+        response = httpx.get(f"{secured.url}/v1/namespaces", headers=bearer(token))
+        assert_401(response)
+        assert "reserved" in response.json()["error"]["message"]
+
+
 def test_forged_tokens_are_401(secured: ProxyProcess) -> None:
     token = get_token(secured.url).json()["access_token"]
     header, payload, signature = token.split(".")

@@ -181,6 +181,8 @@ def test_admin_api_is_for_admins_only(proxy: ProxyProcess, reader: httpx.Client)
 
 
 def test_admin_api_validates_input(root: httpx.Client) -> None:
+    for reserved in ("irc-proxy", "anonymous"):
+        assert_error(root.post(f"{MGMT}/principals", json={"name": reserved}), 400, "BadRequestException", "reserved")
     assert root.post(f"{MGMT}/roles", json={"name": "v-role"}).status_code == 201
     assert_error(root.post(f"{MGMT}/roles", json={"name": "v-role"}), 409, "AlreadyExistsException")
     bad = root.post(f"{MGMT}/roles/v-role/grants", json={"catalog": "local", "privilege": "table.fly"})

@@ -233,3 +233,17 @@ def test_the_environment_reaches_the_normalised_values(tmp_path: Path) -> None:
     assert found.server.accepted_hosts == ["catalog.example"]
     assert found.catalogs["lake"].allowed_locations == ["s3://lake/wh"]
     assert found.drop_retentions == {"lake": timedelta(minutes=5)}
+
+
+def test_a_configured_client_cannot_take_a_reserved_principal_name(tmp_path: Path) -> None:
+    path = tmp_path / "irc-proxy.toml"
+    for client in ('id = "irc-proxy"', 'id = "spark"\nprincipal = "anonymous"'):
+        path.write_text(f'[[auth.clients]]\n{client}\nsecret_hash = "scrypt$16384$8$1$c2FsdA$aGFzaA"\n')
+        assert "is reserved" in error({}, path)
+
+
+def test_reserved_principal_names_match_the_authenticators() -> None:
+    from irc_proxy.handling.security.authn import RESERVED_NAMES
+    from irc_proxy.settings import RESERVED_PRINCIPALS
+
+    assert RESERVED_PRINCIPALS == RESERVED_NAMES

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irc_proxy.errors import BadRequest, NoSuchWarehouse, NotFound
-from irc_proxy.handling.security.authn import hash_secret
+from irc_proxy.handling.security.authn import RESERVED_NAMES, hash_secret
 from irc_proxy.handling.security.authz import (
     ANY_CATALOG,
     Authorizer,
@@ -97,6 +97,11 @@ class Management:
         """Create a principal holding ``roles`` (with a client secret if ``credentials``, by default when this
         proxy issues tokens). All or nothing: a missing role is BadRequest, an existing name AlreadyExists."""
         valid_name(name, "principal")
+        if name in RESERVED_NAMES:
+            raise BadRequest(
+                f"The principal name {name!r} is reserved: audit records name the proxy itself or a caller "
+                "without a token with it"
+            )
         wanted = [valid_name(role, "role") for role in roles]
         known = set(await self.store.roles())
         missing = [role for role in wanted if role not in known]

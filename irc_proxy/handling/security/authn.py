@@ -43,6 +43,22 @@ class Principal:
 
 
 ANONYMOUS = Principal("anonymous")
+SYSTEM_NAME = "irc-proxy"
+"""The proxy itself as a principal (``context.SYSTEM_PRINCIPAL``): maintenance, trash expiry, a run's credential."""
+RESERVED_NAMES = frozenset({ANONYMOUS.name, SYSTEM_NAME})
+"""Names no caller may hold: an audit record by ``irc-proxy`` or ``anonymous`` must mean the proxy or no token
+(``settings.RESERVED_PRINCIPALS`` repeats them for the configuration's clients)."""
+
+
+def unreserved(principal: Principal) -> Principal:
+    """``principal``, unless a token names a reserved principal.
+
+    Raises:
+        NotAuthenticated: the token names ``irc-proxy`` or ``anonymous``.
+    """
+    if principal.name in RESERVED_NAMES:
+        raise NotAuthenticated(f"Invalid bearer token: the principal name {principal.name!r} is reserved")
+    return principal
 
 
 class Authenticator(Protocol):
@@ -302,9 +318,9 @@ class TokenService:
         """
         claims = self._verified(token)
         if "client_id" not in claims:
-            return Principal(str(claims.get("sub", "")), roles_from(claims.get("roles")))
+            return unreserved(Principal(str(claims.get("sub", "")), roles_from(claims.get("roles"))))
         client = await self.clients.session_client(claims, self.max_session_seconds)
-        return Principal(client.principal, client.roles)
+        return unreserved(Principal(client.principal, client.roles))
 
     def _verified(self, token: str, *, expiry: bool = True) -> dict[str, Any]:
         """Claims of a token signed with one of our keys, for us; expired ones too when not ``expiry``."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from irc_proxy.handling.security.authn import ANONYMOUS
+from irc_proxy.handling.security.authn import ANONYMOUS, SYSTEM_NAME
 
 if TYPE_CHECKING:
     from irc_proxy.handling.security.authz import Grants
 
-SYSTEM_PRINCIPAL = "irc-proxy"
+SYSTEM_PRINCIPAL = SYSTEM_NAME
 """The proxy itself as a principal: who runs maintenance and trash expiry (a forwarded commit or load goes upstream
 with the proxy's own credentials), and who requested a scheduled run."""
 

@@ -18,7 +18,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable
-from irc_proxy.handling.security.authn import Principal, roles_from, verify_claims
+from irc_proxy.handling.security.authn import Principal, roles_from, unreserved, verify_claims
 
 log = logging.getLogger("irc_proxy.auth")
 
@@ -68,7 +68,7 @@ class OidcAuthenticator:
         name = claims.get(self.principal_claim)
         if not isinstance(name, str) or not name:
             raise NotAuthenticated(f"Invalid bearer token: no {self.principal_claim!r} claim")
-        return Principal(name, roles_from(_claim(claims, self.roles_claim)) if self.roles_claim else ())
+        return unreserved(Principal(name, roles_from(_claim(claims, self.roles_claim)) if self.roles_claim else ()))
 
     async def _key_set(self, kid: str) -> KeySet:
         """The cached keys, fetched again when stale or when ``kid`` is unknown (rate-limited)."""

@@ -30,12 +30,12 @@ from typing import Any
 
 from irc_proxy.errors import NotAuthenticated
 from irc_proxy.handling.naming import TableIdent
-from irc_proxy.handling.security.authn import Authenticator, Principal
+from irc_proxy.handling.security.authn import SYSTEM_NAME, Authenticator, Principal
 from irc_proxy.handling.security.authz import Grant, Grants, Privilege, Securable, SecurableType
 
 PREFIX = "ircrun."
 """Run credentials start with this; any other token goes to the configured authenticator."""
-PRINCIPAL = "irc-proxy"
+PRINCIPAL = SYSTEM_NAME
 _DERIVATION = b"irc-proxy maintenance run credential v1"
 MAX_TOKEN_CHARS = 4096
 
