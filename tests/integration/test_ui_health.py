@@ -157,6 +157,7 @@ def test_a_reader_sees_the_numbers_but_neither_runs_nor_the_form_and_cannot_post
         html = page.get(HEALTH)
         assert html.status_code == 200 and fact(html.text, "small-files") == "6"
         assert "needs table.write" in html.text and 'class="request-run"' not in html.text
+        assert 'class="policy">' in html.text and "executor" not in html.text  # thresholds, not the operator's keys
         refused = page.post(
             HEALTH.removesuffix("/health") + "/maintenance", data={"csrf": csrf_of(html), "job-expire-snapshots": "yes"}
         )
