@@ -18,7 +18,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from irc_proxy.handling.maintenance.health import SMALL_FRACTION
 from irc_proxy.handling.maintenance.runs import JOBS, Maintenance, MaintenanceRun
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.operations import maintenance_ops, policy
@@ -57,20 +56,22 @@ async def _last_runs(request: Request, ident: TableIdent) -> list[MaintenanceRun
 
 @page("table.health")
 async def health_page(request: Request) -> Response:
-    """A table's health: files, small files, average size, delete files, snapshots, why it needs attention, its
-    latest maintenance runs and the request form (those two for ``table.write`` only)."""
+    """A table's health: files, small files, average size, delete files, snapshots, why it needs attention under
+    its maintenance policy (the scheduler's judge, ``attention.reasons``), its latest maintenance runs and the
+    request form (those two for ``table.write`` only)."""
     catalog, ident = parsing.catalog(request), parsing.table_param(request)
     requested = policy.Requested(namespace=ident.namespace, name=ident.name)
     await policy.authorize(access.of(request), catalog, "loadTable", requested)
     runs = await _last_runs(request, ident)
     budget.deadline(request)
     table = await preview.open_table(request, catalog, ident)
+    table_policy = await _maintenance(request).policy_or_own(catalog, ident, table.metadata.properties)
 
     def build(due: Deadline) -> dict[str, Any]:
-        return {"measured": health_reads.measure(table, due)}
+        return {"measured": health_reads.measure(table, table_policy, due)}
 
     values = {"catalog": catalog.name, "ident": ident, "namespace": ident.namespace, "runs": runs, "jobs": JOBS}
-    return await render_bounded(request, "health.html", build, small_fraction=SMALL_FRACTION, **values)
+    return await render_bounded(request, "health.html", build, **values)
 
 
 @page("maintenance.request")

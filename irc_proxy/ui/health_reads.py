@@ -6,6 +6,11 @@ planning and the preview (``ui.preview.open_table``: only files under the table'
 locations), in a console worker slot within the page's budget, at most ``MAX_ENTRIES`` live entries; past that
 the numbers are lower bounds and the page says so. The numbers are ``handling.maintenance.health``'s.
 
+Both judge the tables as the scheduler and the management API do: ``attention.reasons`` under each table's resolved
+maintenance policy (``Maintenance.policy_or_own``: its catalog's settings, its namespaces' and its own properties).
+The survey reads each namespace's properties once (``policy.OncePerNamespace``), so resolving the policies of its
+tables adds at most one state-database read per namespace level it reaches, never one per table.
+
 Many tables: no manifest is read. The catalog's namespaces are walked breadth first through the caller's own
 listings (``ui.listings``, as the search does), and each listed table the caller may load (``loadTable``) is
 loaded once for its current snapshot's summary; at most ``server.ui_search_max_entries`` listing entries and
@@ -24,7 +29,10 @@ from starlette.requests import Request
 
 from irc_proxy.errors import CatalogError, Forbidden
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.maintenance.health import SummaryHealth, TableHealth, attention, summary_health, table_health
+from irc_proxy.handling.maintenance.attention import reasons
+from irc_proxy.handling.maintenance.health import SummaryHealth, TableHealth, summary_health, table_health
+from irc_proxy.handling.maintenance.policy import OncePerNamespace, Policy
+from irc_proxy.handling.maintenance.runs import Maintenance
 from irc_proxy.handling.naming import Namespace, TableIdent
 from irc_proxy.handling.operations import policy
 from irc_proxy.handling.security.context import RequestContext
@@ -47,16 +55,19 @@ def now_ms() -> int:
 
 @dataclass
 class Measured:
-    """One table's health panel: the numbers, why it needs attention, and what stopped the count early."""
+    """One table's health panel: the numbers, the policy they were judged by, why the table needs attention, and
+    what stopped the count early."""
 
     health: TableHealth
+    policy: Policy
     reasons: list[str]
     notes: list[str] = field(default_factory=list)
 
 
-def measure(table: OpenedTable, due: Deadline) -> Measured:
-    """Count the live files of the table's current snapshot (blocking: a console worker slot calls it). The
-    entries are counted as they are read, manifest by manifest, never all held at once."""
+def measure(table: OpenedTable, policy: Policy, due: Deadline) -> Measured:
+    """Count the live files of the table's current snapshot and judge them under ``policy`` (blocking: a console
+    worker slot calls it). The entries are counted as they are read, manifest by manifest, never all held at
+    once."""
     metadata, notes = table.metadata, []
     snapshot = metadata.current_snapshot()
     read = {"manifests": 0, "files": 0}
@@ -77,9 +88,10 @@ def measure(table: OpenedTable, due: Deadline) -> Measured:
         except CatalogError as exc:  # outside the table's locations, missing, unreadable: said, not guessed
             notes.append(f"The count stopped: {exc.message}")
 
-    counted = table_health(metadata, files(), now_ms())
+    when = now_ms()
+    counted = table_health(metadata, files(), when, policy)
     health = replace(counted, manifests=read["manifests"], complete=not notes)
-    return Measured(health, attention(health), notes)
+    return Measured(health, policy, reasons(metadata, policy, when, health), notes)
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,8 @@ class Survey:
     stopped: str = ""
     failed: int = 0
     failure: str = ""
+    namespaces_read: int = 0
+    """Namespaces whose properties were read for the tables' policies (each once)."""
 
 
 async def _may_load(request: Request, catalog: Catalog, ident: TableIdent) -> bool:
@@ -113,7 +127,9 @@ async def _may_load(request: Request, catalog: Catalog, ident: TableIdent) -> bo
 
 async def survey(request: Request, catalog: Catalog) -> Survey:
     """The tables of ``catalog`` the caller may see and load that need attention (see the module)."""
-    found, cap = Survey(), app_state(request).settings.server.ui_search_max_entries
+    state = app_state(request)
+    found, cap = Survey(), state.settings.server.ui_search_max_entries
+    judge = Judge(state.maintenance, catalog, OncePerNamespace(catalog.namespaces.load))
     due, context = budget.deadline(request), parsing.context(request)
     queue: deque[Namespace] = deque([()])
 
@@ -146,22 +162,32 @@ async def survey(request: Request, catalog: Catalog) -> Survey:
                     if operation == "listNamespaces":
                         queue.append(item)
                     elif not stop() and await _may_load(request, catalog, item):
-                        await _check(catalog, context, item, found)
+                        await judge.check(context, item, found)
                 token = listed.next_token
                 if not token:
                     break
     found.flagged.sort(key=lambda f: (-len(f.reasons), str(f.ident)))
+    found.namespaces_read = judge.namespaces.reads
     return found
 
 
-async def _check(catalog: Catalog, context: RequestContext, ident: TableIdent, found: Survey) -> None:
-    found.loaded += 1
-    try:
-        loaded = await catalog.load_table(context, ident)
-    except CatalogError as exc:  # dropped meanwhile, unreadable metadata: counted, the survey goes on
-        found.failed, found.failure = found.failed + 1, exc.message
-        return
-    health = summary_health(loaded.metadata, now_ms())
-    reasons = attention(health)
-    if reasons:
-        found.flagged.append(Flagged(ident, health, reasons))
+@dataclass(frozen=True)
+class Judge:
+    """Judges the survey's tables, each under its own policy, the namespaces' properties read once."""
+
+    maintenance: Maintenance
+    catalog: Catalog
+    namespaces: OncePerNamespace
+
+    async def check(self, context: RequestContext, ident: TableIdent, found: Survey) -> None:
+        found.loaded += 1
+        try:
+            metadata = (await self.catalog.load_table(context, ident)).metadata
+        except CatalogError as exc:  # dropped meanwhile, unreadable metadata: counted, the survey goes on
+            found.failed, found.failure = found.failed + 1, exc.message
+            return
+        policy = await self.maintenance.policy_or_own(self.catalog, ident, metadata.properties, self.namespaces)
+        when = now_ms()
+        why = reasons(metadata, policy, when)
+        if why:
+            found.flagged.append(Flagged(ident, summary_health(metadata, when, policy), why))

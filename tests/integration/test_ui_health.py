@@ -20,7 +20,12 @@ from tests.support.rest import MGMT, make_principal, token_of
 from tests.support.server import ProxyProcess, Serve
 
 ROOT_SECRET = "root-secret-for-the-health-pages"
-CONFIG = root_config(ROOT_SECRET, '[server.maintenance]\npoll_seconds = 0.1\n[catalogs.local]\nkind = "local"\n')
+CONFIG = root_config(
+    ROOT_SECRET,
+    '[server.maintenance]\npoll_seconds = 0.1\n[catalogs.local]\nkind = "local"\n'
+    "[catalogs.local.maintenance]\nsmall_files = 5\n",
+)
+"""The catalog's policy: a table needs attention at 5 small files (the default, 100, would flag none here)."""
 TARGET = 40_000
 """The tables' ``write.target-file-size-bytes``: small files are those under 30,000 bytes."""
 HEALTH = "/ui/catalogs/local/namespaces/shop/tables/orders/health"
@@ -105,7 +110,8 @@ def test_the_health_panel_counts_the_files_pyiceberg_wrote(shop: Shop) -> None:
     assert fact(text, "delete-files").startswith("0 (0 bytes)")
     assert fact(text, "manifests") == "7"
     assert fact(text, "snapshots").startswith("7, the oldest")
-    assert "6 small data files (rewrite-data-files)" in text
+    assert "6 small data files, threshold 5 (rewrite-data-files)" in text
+    assert re.search(r'class="policy">needs attention at 5 small files <small>\(catalog\)', text), text
     assert "No maintenance runs yet." in text and 'class="request-run"' in text
 
 
@@ -151,6 +157,7 @@ def test_a_reader_sees_the_numbers_but_neither_runs_nor_the_form_and_cannot_post
         html = page.get(HEALTH)
         assert html.status_code == 200 and fact(html.text, "small-files") == "6"
         assert "needs table.write" in html.text and 'class="request-run"' not in html.text
+        assert 'class="policy">' in html.text and "executor" not in html.text  # thresholds, not the operator's keys
         refused = page.post(
             HEALTH.removesuffix("/health") + "/maintenance", data={"csrf": csrf_of(html), "job-expire-snapshots": "yes"}
         )
@@ -168,7 +175,7 @@ def test_tables_needing_attention_lists_only_what_the_caller_may_see(shop: Shop)
     with browser(shop, shop.reader) as page:
         html = page.get("/ui/catalogs/local/attention")
         assert html.status_code == 200, html.text
-    assert ">shop.orders</a>" in html.text and "data files of" in html.text
+    assert ">shop.orders</a>" in html.text and "small data files, threshold 5 (rewrite-data-files)" in html.text
     assert "shop.fine" not in html.text and "salaries" not in html.text
     with browser(shop, ("root", ROOT_SECRET)) as page:
         everything = page.get("/ui/catalogs/local/attention").text

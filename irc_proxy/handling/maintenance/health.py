@@ -1,18 +1,18 @@
-"""How much a table needs maintenance, from its metadata (and, for the exact numbers, its current manifests).
+"""How much a table needs maintenance, measured: from its metadata, and for the exact numbers its current manifests.
 
 Two measures, because they cost differently:
 
 * :func:`summary_health` reads only the table's metadata: the current snapshot's summary (``total-data-files``,
   ``total-delete-files``, ``total-files-size``, ``total-records``) and the snapshot list. It costs one metadata
   file per table, so a page (or a scheduler) can look at many tables with it;
-* :func:`table_health` also counts the live entries of the current snapshot's manifests: small files (smaller
-  than ``SMALL_FRACTION`` times the table's ``write.target-file-size-bytes``), position and equality delete files,
-  deletion vectors. It reads every manifest of one table: callers bound it (``files`` may stop early, then
-  ``complete`` is False).
+* :func:`table_health` also counts the live entries of the current snapshot's manifests: small files, position
+  and equality delete files, deletion vectors. It reads every manifest of one table: callers bound it (``files``
+  may stop early, then ``complete`` is False).
 
-:func:`attention` turns either measure into the reasons a table needs maintenance, against :class:`Thresholds`
-(defaults here; a policy may pass its own). Pure functions: no I/O, no clock (``now_ms`` is given), so the
-console, the scheduler and the tests compute the same numbers.
+What "small" means (``small_file_ratio`` times ``target_file_size_bytes``) and how long snapshots are kept come from
+the table's maintenance policy (``policy.Policy``), never from defaults here. Whether the numbers call for
+maintenance is ``attention.reasons``' to say, the one judge the scheduler, the management API and the console
+share. Pure functions: no I/O, no clock (``now_ms`` is given).
 """
 
 from __future__ import annotations
@@ -23,25 +23,7 @@ from dataclasses import dataclass
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.table.metadata import TableMetadata
 
-from irc_proxy.handling.maintenance.retention import Retention
-
-TARGET_FILE_SIZE = "write.target-file-size-bytes"
-DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
-"""Iceberg Java's default ``write.target-file-size-bytes`` (512 MiB)."""
-SMALL_FRACTION = 0.75
-"""A data file smaller than this fraction of the target size is small (what compaction would rewrite)."""
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """When a table needs attention; each check is off at 0."""
-
-    min_files_to_compact: int = 5
-    """Data files at least, with a small average size, before small files are worth reporting."""
-    max_delete_file_ratio: float = 0.1
-    """Delete files per data file above which rewriting data files would pay."""
-    max_snapshots: int = 500
-    """Snapshots above which expiry is overdue whatever their age."""
+from irc_proxy.handling.maintenance.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -50,7 +32,8 @@ class SnapshotFacts:
     oldest_age_ms: int | None
     """How old the oldest snapshot is at ``now_ms`` (None: no snapshots)."""
     expiry_age_ms: int
-    """The table's ``history.expire.max-snapshot-age-ms`` (Java's default: 5 days)."""
+    """How long the policy's retention keeps a branch's ancestors (``max_snapshot_age``, or Iceberg's
+    ``history.expire.max-snapshot-age-ms`` when the table sets it)."""
 
 
 @dataclass(frozen=True)
@@ -86,13 +69,11 @@ class TableHealth:
     delete_bytes: int
     manifests: int
     target_file_size: int
+    small_threshold: int
+    """A data file smaller than this many bytes is small (the policy's ``small_file_ratio`` of the target)."""
     snapshots: SnapshotFacts
     complete: bool = True
     """False when the entries stopped early (a bound): the counts are then lower bounds."""
-
-    @property
-    def small_threshold(self) -> int:
-        return int(self.target_file_size * SMALL_FRACTION)
 
     @property
     def delete_files(self) -> int:
@@ -103,38 +84,44 @@ class TableHealth:
         return self.data_bytes // self.data_files if self.data_files else None
 
 
-def target_file_size(properties: Mapping[str, str]) -> int:
-    """The table's ``write.target-file-size-bytes``; the default when missing or not a positive number."""
-    text = properties.get(TARGET_FILE_SIZE, "")
-    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_TARGET_FILE_SIZE
+def summary_total(summary: Mapping[str, str] | None, key: str) -> int | None:
+    """A snapshot summary's total (``total-data-files``, ...): None when missing or not a count. Any writer fills
+    the summary, so a negative number, a fraction or a non-ASCII digit (``"²".isdigit()`` is true, ``int`` refuses
+    it) is not a count."""
+    text = None if summary is None else summary.get(key)
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
 
 
-def snapshot_facts(metadata: TableMetadata, now_ms: int) -> SnapshotFacts:
+def small_threshold(policy: Policy) -> int:
+    """The size in bytes below which a data file is small under ``policy``."""
+    return int(policy.settings.target_file_size_bytes * policy.settings.small_file_ratio)
+
+
+def snapshot_facts(metadata: TableMetadata, now_ms: int, policy: Policy) -> SnapshotFacts:
     oldest = min((s.timestamp_ms for s in metadata.snapshots), default=None)
     return SnapshotFacts(
         count=len(metadata.snapshots),
         oldest_age_ms=None if oldest is None else max(0, now_ms - oldest),
-        expiry_age_ms=Retention.of(metadata.properties).max_snapshot_age_ms,
+        expiry_age_ms=policy.retention.max_snapshot_age_ms,
     )
 
 
-def _count(summary: Mapping[str, str], key: str) -> int | None:
-    text = summary.get(key)
-    return int(text) if text is not None and text.isdigit() else None
-
-
-def summary_health(metadata: TableMetadata, now_ms: int) -> SummaryHealth:
+def summary_health(metadata: TableMetadata, now_ms: int, policy: Policy) -> SummaryHealth:
     """The cheap measure: the current snapshot's summary totals and the snapshot list."""
     snapshot = metadata.current_snapshot()
-    summary: Mapping[str, str] = {} if snapshot is None or snapshot.summary is None else snapshot.summary
+    summary = None if snapshot is None else snapshot.summary
     empty = 0 if snapshot is None else None  # no snapshot: truly empty; a summary without totals: unknown
+
+    def total(key: str) -> int | None:
+        return summary_total(summary, key) if snapshot is not None else empty
+
     return SummaryHealth(
-        data_files=_count(summary, "total-data-files") if snapshot else empty,
-        delete_files=_count(summary, "total-delete-files") if snapshot else empty,
-        files_size=_count(summary, "total-files-size") if snapshot else empty,
-        records=_count(summary, "total-records") if snapshot else empty,
-        target_file_size=target_file_size(metadata.properties),
-        snapshots=snapshot_facts(metadata, now_ms),
+        data_files=total("total-data-files"),
+        delete_files=total("total-delete-files"),
+        files_size=total("total-files-size"),
+        records=total("total-records"),
+        target_file_size=policy.settings.target_file_size_bytes,
+        snapshots=snapshot_facts(metadata, now_ms, policy),
     )
 
 
@@ -144,12 +131,16 @@ def is_deletion_vector(file: DataFile) -> bool:
 
 
 def table_health(
-    metadata: TableMetadata, files: Iterable[DataFile], now_ms: int, manifests: int = 0, complete: bool = True
+    metadata: TableMetadata,
+    files: Iterable[DataFile],
+    now_ms: int,
+    policy: Policy,
+    manifests: int = 0,
+    complete: bool = True,
 ) -> TableHealth:
     """The exact measure over ``files``, the live data and delete files of the current snapshot (deletion
     vectors of one Puffin file each count once per data file they cover, as Iceberg counts them)."""
-    target = target_file_size(metadata.properties)
-    small_below = int(target * SMALL_FRACTION)
+    small_below = small_threshold(policy)
     data = data_bytes = records = small = small_bytes = positions = equalities = vectors = delete_bytes = 0
     for file in files:
         size = file.file_size_in_bytes
@@ -176,29 +167,8 @@ def table_health(
         deletion_vectors=vectors,
         delete_bytes=delete_bytes,
         manifests=manifests,
-        target_file_size=target,
-        snapshots=snapshot_facts(metadata, now_ms),
+        target_file_size=policy.settings.target_file_size_bytes,
+        small_threshold=small_below,
+        snapshots=snapshot_facts(metadata, now_ms, policy),
         complete=complete,
     )
-
-
-def attention(health: SummaryHealth | TableHealth, limits: Thresholds = Thresholds()) -> list[str]:
-    """Why the table needs maintenance (empty: it does not), each reason naming the job that helps."""
-    reasons = []
-    files, average = health.data_files, health.average_file_size
-    small_below = int(health.target_file_size * SMALL_FRACTION)
-    enough = limits.min_files_to_compact > 0
-    if isinstance(health, TableHealth):
-        if enough and health.small_files >= limits.min_files_to_compact:
-            reasons.append(f"{health.small_files:,} small data files (rewrite-data-files)")
-    elif enough and files and files >= limits.min_files_to_compact and average is not None and average < small_below:
-        reasons.append(f"{files:,} data files of {average:,} bytes on average (rewrite-data-files)")
-    deletes = health.delete_files
-    if limits.max_delete_file_ratio and deletes and deletes > limits.max_delete_file_ratio * max(files or 0, 1):
-        reasons.append(f"{deletes:,} delete files for {files or 0:,} data files (rewrite-data-files)")
-    snapshots = health.snapshots
-    if limits.max_snapshots and snapshots.count > limits.max_snapshots:
-        reasons.append(f"{snapshots.count:,} snapshots (expire-snapshots)")
-    elif snapshots.count > 1 and (snapshots.oldest_age_ms or 0) > snapshots.expiry_age_ms:
-        reasons.append("snapshots older than history.expire.max-snapshot-age-ms (expire-snapshots)")
-    return reasons

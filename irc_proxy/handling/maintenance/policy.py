@@ -17,14 +17,14 @@ not overridable.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
-from irc_proxy.errors import BadRequest
+from irc_proxy.errors import BadRequest, CatalogError
 from irc_proxy.handling.maintenance.retention import (
     FOREVER,
     MAX_REF_AGE_MS,
@@ -163,7 +163,37 @@ def _override(values: dict[str, Any], key: str, raw: Any) -> str | None:
     return None
 
 
-async def namespace_layers(load: Callable[[tuple[str, ...]], Any], namespace: Sequence[str]) -> list[tuple[str, Any]]:
+NamespaceLoader = Callable[[tuple[str, ...]], Awaitable[Mapping[str, str]]]
+"""Reads one namespace's properties (``Namespaces.load``)."""
+
+
+async def namespace_layers(load: NamespaceLoader, namespace: Sequence[str]) -> list[tuple[str, Mapping[str, str]]]:
     """Each level's properties of ``namespace``, top level first (``load`` reads one namespace's properties)."""
     levels = tuple(namespace)
     return [(".".join(levels[:depth]), await load(levels[:depth])) for depth in range(1, len(levels) + 1)]
+
+
+class OncePerNamespace:
+    """A ``NamespaceLoader`` that reads each namespace once and remembers the answer (a failure too): a page that
+    resolves the policies of many tables reads the state database once per namespace level, not once per table.
+    Kept for one page or one sweep only, so a namespace's changed properties count from the next one."""
+
+    def __init__(self, load: NamespaceLoader) -> None:
+        self._load = load
+        self._seen: dict[tuple[str, ...], Mapping[str, str] | CatalogError] = {}
+
+    @property
+    def reads(self) -> int:
+        """How many namespaces were read (the bound tests measure)."""
+        return len(self._seen)
+
+    async def __call__(self, namespace: tuple[str, ...]) -> Mapping[str, str]:
+        if namespace not in self._seen:
+            try:
+                self._seen[namespace] = await self._load(namespace)
+            except CatalogError as exc:  # gone, or a remote catalog's: the same answer for its other tables
+                self._seen[namespace] = exc
+        found = self._seen[namespace]
+        if isinstance(found, CatalogError):
+            raise found
+        return found

@@ -30,7 +30,7 @@ from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance import metering
 from irc_proxy.handling.maintenance.job import JOBS, Job, Limits, skipped
-from irc_proxy.handling.maintenance.policy import Policy, namespace_layers, resolve
+from irc_proxy.handling.maintenance.policy import NamespaceLoader, Policy, namespace_layers, resolve
 from irc_proxy.handling.maintenance.runners import RUNNERS
 from irc_proxy.handling.maintenance.spark import Shape, SparkExecutor
 from irc_proxy.handling.naming import TableIdent
@@ -163,10 +163,23 @@ class Maintenance:
         except CatalogError as exc:
             log.warning("maintenance: could not mark %s for evaluation: %s", catalog, exc)
 
-    async def policy(self, catalog: Catalog, ident: TableIdent, properties: Mapping[str, str]) -> Policy:
-        """The table's effective policy (``policy.resolve``): its namespaces' properties are read here."""
-        layers = await namespace_layers(catalog.namespaces.load, ident.namespace)
+    async def policy(
+        self, catalog: Catalog, ident: TableIdent, properties: Mapping[str, str], load: NamespaceLoader | None = None
+    ) -> Policy:
+        """The table's effective policy (``policy.resolve``): its namespaces' properties are read here, through
+        ``load`` when given (``policy.OncePerNamespace``: many tables, each namespace read once)."""
+        layers = await namespace_layers(load or catalog.namespaces.load, ident.namespace)
         return resolve(self.policy_settings(catalog.name), layers, properties)
+
+    async def policy_or_own(
+        self, catalog: Catalog, ident: TableIdent, properties: Mapping[str, str], load: NamespaceLoader | None = None
+    ) -> Policy:
+        """``policy``, or the catalog's and the table's own layers when the proxy cannot read the namespaces (a
+        remote catalog's, or dropped meanwhile): a reader of many tables goes on."""
+        try:
+            return await self.policy(catalog, ident, properties, load)
+        except CatalogError:
+            return resolve(self.policy_settings(catalog.name), [], properties)
 
     # The worker --------------------------------------------------------------------------------------------
     async def run_worker(self, catalogs: dict[str, Catalog]) -> None:
@@ -281,11 +294,7 @@ class Maintenance:
             loaded = await catalog.load_table(context, ident)  # served here or by its remote catalog
         except CatalogError:
             return resolve(self.policy_settings(catalog.name), [], {})
-        properties = loaded.metadata.properties
-        try:
-            return await self.policy(catalog, ident, properties)
-        except CatalogError:  # namespaces the proxy cannot read itself (a remote catalog's): the table's own
-            return resolve(self.policy_settings(catalog.name), [], properties)
+        return await self.policy_or_own(catalog, ident, loaded.metadata.properties)
 
     async def _spark_jobs(self, spark: SparkExecutor, catalog: Catalog, run: MaintenanceRun) -> dict[str, Any]:
         """The run's Spark jobs in one Spark driver (a dry run starts none: it reports the table as it is)."""

@@ -9,11 +9,15 @@ import pytest
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, ManifestFile
 
 from irc_proxy.errors import Forbidden
+from irc_proxy.handling.maintenance.policy import resolve
 from irc_proxy.planning.manifests import ManifestSource
+from irc_proxy.settings import CatalogMaintenanceSettings
 from irc_proxy.ui import health_reads
 from irc_proxy.ui.budget import Deadline
 from irc_proxy.ui.preview import OpenedTable
 from tests.unit.handling.maintenance.test_health import metadata
+
+POLICY = resolve(CatalogMaintenanceSettings(small_files=6), [], {})
 
 
 class Manifests(ManifestSource):
@@ -57,19 +61,20 @@ def opened(manifests: ManifestSource) -> OpenedTable:
 
 
 def test_every_entry_is_counted_when_within_the_bound() -> None:
-    measured = health_reads.measure(opened(Manifests(3)), Deadline.after(5))
+    measured = health_reads.measure(opened(Manifests(3)), POLICY, Deadline.after(5))
     assert (measured.health.data_files, measured.health.manifests, measured.health.small_files) == (6, 3, 6)
     assert measured.health.complete and measured.notes == []
+    assert "6 small data files, threshold 6 (rewrite-data-files)" in measured.reasons
 
 
 def test_past_the_bound_the_numbers_are_lower_bounds_and_the_page_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health_reads, "MAX_ENTRIES", 5)
-    measured = health_reads.measure(opened(Manifests(3)), Deadline.after(5))
+    measured = health_reads.measure(opened(Manifests(3)), POLICY, Deadline.after(5))
     assert (measured.health.data_files, measured.health.manifests) == (4, 2)
     assert not measured.health.complete and "lower bounds" in measured.notes[0]
 
 
 def test_a_manifest_outside_the_table_stops_the_count_and_is_named() -> None:
-    measured = health_reads.measure(opened(Manifests(3, refused=1)), Deadline.after(5))
+    measured = health_reads.measure(opened(Manifests(3, refused=1)), POLICY, Deadline.after(5))
     assert (measured.health.data_files, measured.health.manifests) == (2, 1)
     assert not measured.health.complete and "outside the allowed locations" in measured.notes[0]

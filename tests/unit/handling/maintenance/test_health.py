@@ -1,4 +1,5 @@
-"""A table's health numbers (``handling.maintenance.health``) from metadata and manifest entries."""
+"""A table's health numbers (``handling.maintenance.health``) from metadata and manifest entries, measured with
+the table's policy's target size, small-file ratio and retention."""
 
 from __future__ import annotations
 
@@ -7,14 +8,9 @@ from typing import Any
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.table.metadata import TableMetadataUtil
 
-from irc_proxy.handling.maintenance.health import (
-    DEFAULT_TARGET_FILE_SIZE,
-    Thresholds,
-    attention,
-    summary_health,
-    table_health,
-    target_file_size,
-)
+from irc_proxy.handling.maintenance.health import small_threshold, summary_health, summary_total, table_health
+from irc_proxy.handling.maintenance.policy import Policy, resolve
+from irc_proxy.settings import CatalogMaintenanceSettings
 
 DAY = 24 * 3600 * 1000
 NOW = 100 * DAY
@@ -74,59 +70,58 @@ def file(content: DataFileContent, size: int, fmt: FileFormat = FileFormat.PARQU
     )
 
 
-def test_target_size_is_the_property_or_512_mib() -> None:
-    assert target_file_size({}) == DEFAULT_TARGET_FILE_SIZE == 512 * MIB
-    assert target_file_size({"write.target-file-size-bytes": str(8 * MIB)}) == 8 * MIB
-    assert target_file_size({"write.target-file-size-bytes": "-1"}) == DEFAULT_TARGET_FILE_SIZE
-    assert target_file_size({"write.target-file-size-bytes": "lots"}) == DEFAULT_TARGET_FILE_SIZE
+def policy(table: Any, **catalog: Any) -> Policy:
+    """The table's policy under a catalog with ``catalog``'s keys (no namespace overrides)."""
+    return resolve(CatalogMaintenanceSettings(**catalog), [], table.properties)
 
 
-def test_table_health_counts_small_files_below_three_quarters_of_the_target_and_each_kind_of_delete() -> None:
-    table = metadata({}, {"write.target-file-size-bytes": str(100)})
+def test_small_is_the_policys_ratio_of_its_target_and_the_tables_iceberg_property_wins() -> None:
+    assert small_threshold(policy(metadata({}))) == int(512 * MIB * 0.75)
+    assert small_threshold(policy(metadata({}), target_file_size_bytes=8 * MIB, small_file_ratio=0.5)) == 4 * MIB
+    own = metadata({}, {"write.target-file-size-bytes": str(2 * MIB)})
+    assert small_threshold(policy(own, target_file_size_bytes=8 * MIB)) == int(2 * MIB * 0.75)
+    garbage = metadata({}, {"write.target-file-size-bytes": "lots"})  # ignored with a warning: the catalog's
+    assert small_threshold(policy(garbage, target_file_size_bytes=8 * MIB)) == 6 * MIB
+
+
+def test_table_health_counts_small_files_below_the_policys_threshold_and_each_kind_of_delete() -> None:
+    table = metadata({}, {"write.target-file-size-bytes": "4000"})
     files = [
-        file(DataFileContent.DATA, 74),  # small: below 75
-        file(DataFileContent.DATA, 75),  # not small
-        file(DataFileContent.DATA, 200, records=5),
+        file(DataFileContent.DATA, 2999),  # small: below 3000
+        file(DataFileContent.DATA, 3000),  # not small
+        file(DataFileContent.DATA, 8000, records=5),
         file(DataFileContent.POSITION_DELETES, 7),
         file(DataFileContent.POSITION_DELETES, 9, FileFormat.PUFFIN),  # a deletion vector
         file(DataFileContent.EQUALITY_DELETES, 11),
     ]
-    health = table_health(table, files, NOW, manifests=2)
-    assert (health.data_files, health.data_bytes, health.records) == (3, 349, 25)
-    assert (health.small_files, health.small_bytes, health.small_threshold) == (1, 74, 75)
+    health = table_health(table, files, NOW, policy(table), manifests=2)
+    assert (health.data_files, health.data_bytes, health.records) == (3, 13999, 25)
+    assert (health.small_files, health.small_bytes, health.small_threshold) == (1, 2999, 3000)
     assert (health.position_delete_files, health.deletion_vectors, health.equality_delete_files) == (1, 1, 1)
     assert (health.delete_files, health.delete_bytes, health.manifests) == (3, 27, 2)
-    assert health.average_file_size == 116
+    assert health.average_file_size == 4666
     assert health.snapshots.count == 3 and health.snapshots.oldest_age_ms == 3 * DAY
-    assert health.complete
+    assert health.snapshots.expiry_age_ms == 5 * DAY and health.complete
 
 
-def test_summary_health_reads_the_current_snapshots_totals_only() -> None:
+def test_summary_health_reads_the_current_snapshots_totals_and_the_policys_retention() -> None:
     totals = {"total-data-files": "40", "total-delete-files": "2", "total-files-size": "4000", "total-records": "9"}
-    health = summary_health(metadata(totals), NOW)
+    health = summary_health(metadata(totals), NOW, policy(metadata({})))
     assert (health.data_files, health.delete_files, health.files_size, health.records) == (40, 2, 4000, 9)
     assert health.average_file_size == 100
-    unknown = summary_health(metadata({}), NOW)
+    kept = metadata(totals, {"history.expire.max-snapshot-age-ms": str(30 * DAY)})
+    assert summary_health(kept, NOW, policy(kept)).snapshots.expiry_age_ms == 30 * DAY
+    catalogs = summary_health(metadata(totals), NOW, policy(metadata({}), max_snapshot_age="P2D"))
+    assert catalogs.snapshots.expiry_age_ms == 2 * DAY
+    unknown = summary_health(metadata({}), NOW, policy(metadata({})))
     assert unknown.data_files is None and unknown.average_file_size is None
-    empty = summary_health(metadata(None, snapshots=0), NOW)
+    empty = summary_health(metadata(None, snapshots=0), NOW, policy(metadata({})))
     assert empty.data_files == 0 and empty.snapshots.count == 0 and empty.snapshots.oldest_age_ms is None
 
 
-def test_attention_names_the_job_for_small_files_deletes_and_old_or_many_snapshots() -> None:
-    small = {"total-data-files": "40", "total-delete-files": "0", "total-files-size": str(40 * MIB)}
-    assert attention(summary_health(metadata(small), NOW)) == [
-        "40 data files of 1,048,576 bytes on average (rewrite-data-files)"
-    ]
-    big = {"total-data-files": "40", "total-delete-files": "5", "total-files-size": str(40 * 500 * MIB)}
-    assert attention(summary_health(metadata(big), NOW)) == ["5 delete files for 40 data files (rewrite-data-files)"]
-    old = metadata(big | {"total-delete-files": "0"}, snapshots=7)  # the oldest is 7 days old: past 5 days
-    assert attention(summary_health(old, NOW)) == [
-        "snapshots older than history.expire.max-snapshot-age-ms (expire-snapshots)"
-    ]
-    kept_longer = metadata(big | {"total-delete-files": "0"}, {"history.expire.max-snapshot-age-ms": str(30 * DAY)}, 7)
-    assert attention(summary_health(kept_longer, NOW)) == []
-    assert attention(summary_health(old, NOW), Thresholds(max_snapshots=3)) == ["7 snapshots (expire-snapshots)"]
-    table = metadata({}, {"write.target-file-size-bytes": "100"})
-    exact = table_health(table, [file(DataFileContent.DATA, 10) for _ in range(5)], NOW)
-    assert attention(exact) == ["5 small data files (rewrite-data-files)"]
-    assert attention(exact, Thresholds(min_files_to_compact=0)) == []
+def test_a_summary_total_is_a_plain_non_negative_count_or_none() -> None:
+    assert summary_total({"total-data-files": "40"}, "total-data-files") == 40
+    assert summary_total({"total-data-files": "0"}, "total-data-files") == 0
+    for garbage in ("-1", "1.5", "1e3", " 3", "lots", "", "\u00b2", "\u0663"):  # superscript two, Arabic-Indic three
+        assert summary_total({"total-data-files": garbage}, "total-data-files") is None, garbage
+    assert summary_total({}, "total-data-files") is None and summary_total(None, "total-data-files") is None

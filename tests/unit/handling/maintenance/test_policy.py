@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from irc_proxy.handling.maintenance.policy import resolve
+from irc_proxy.errors import NoSuchNamespace
+from irc_proxy.handling.maintenance.policy import OncePerNamespace, namespace_layers, resolve
 from irc_proxy.handling.maintenance.retention import FOREVER
 from irc_proxy.settings import CatalogMaintenanceSettings, ConfigError, load_settings
 
@@ -88,3 +91,26 @@ def test_invalid_catalog_settings_fail_at_load_naming_the_key(tmp_path: Path, ba
     config.write_text(f'[catalogs.local]\nkind = "local"\n[catalogs.local.maintenance]\n{bad}\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"catalogs\.local\.maintenance\." + bad.split(" ", maxsplit=1)[0]):
         load_settings(config, environ={})
+
+
+def test_once_per_namespace_reads_each_level_once_and_remembers_a_failure() -> None:
+    asked: list[tuple[str, ...]] = []
+
+    async def load(namespace: tuple[str, ...]) -> Mapping[str, str]:
+        asked.append(namespace)
+        if namespace == ("gone",):
+            raise NoSuchNamespace("Namespace does not exist: gone")
+        return {P + "snapshots": str(len(namespace))}
+
+    once = OncePerNamespace(load)
+
+    async def scenario() -> list[list[tuple[str, Mapping[str, str]]]]:
+        found = [await namespace_layers(once, ns) for ns in (("a",), ("a", "b"), ("a", "b"), ("a",), ("c",))]
+        for _ in range(2):
+            with pytest.raises(NoSuchNamespace):
+                await namespace_layers(once, ("gone",))
+        return found
+
+    layers = asyncio.run(scenario())
+    assert asked == [("a",), ("a", "b"), ("c",), ("gone",)] and once.reads == 4
+    assert layers[1] == [("a", {P + "snapshots": "1"}), ("a.b", {P + "snapshots": "2"})] == layers[2]
