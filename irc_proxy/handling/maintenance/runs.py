@@ -9,7 +9,8 @@ run is ``failed`` if a job failed, ``skipped`` if every job was skipped, else ``
 audited as ``maintenance.run`` by ``irc-proxy`` (who requested it, every job's outcome), and each of its jobs as
 ``maintenance.<job>`` (``maintenance.expire-snapshots``, ...: its outcome and counts, status 500 when it
 failed), so an audit query by operation finds one job's outcomes; runs and jobs are metered
-(``maintenance.metering``).
+(``maintenance.metering``). Local jobs run in a child process by default (``children``: the claim, lease, outcome,
+audit and metering stay here), Spark jobs in a Spark driver (``spark``).
 """
 
 from __future__ import annotations
