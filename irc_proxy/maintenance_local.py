@@ -49,8 +49,9 @@ def main() -> int:
 
 
 async def _serve(settings: Settings, out: IO[str], begun: float) -> None:
-    from irc_proxy.app import build_catalogs, build_maintenance, open_state
+    from irc_proxy.app import build_catalogs, build_maintenance
     from irc_proxy.errors import CatalogError
+    from irc_proxy.stores.db import create_state_engine
     from irc_proxy.threads import ThreadRunner
 
     def send(message: dict[str, Any]) -> None:
@@ -58,7 +59,7 @@ async def _serve(settings: Settings, out: IO[str], begun: float) -> None:
         out.flush()
 
     threads = ThreadRunner(settings.server.blocking_threads)
-    state = open_state(settings)
+    state = create_state_engine(settings.state.database_url.get_secret_value())  # its server checked the schema
     catalogs = build_catalogs(settings, threads, state)
     maintenance = build_maintenance(settings, state, threads, isolation="thread")
     every = {catalog.name: catalog for catalog in catalogs.all()}
