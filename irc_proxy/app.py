@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from sqlalchemy import Engine
@@ -24,6 +24,7 @@ from irc_proxy.backends.registry import create_backend, create_credential_source
 from irc_proxy.backends.timing import timed
 from irc_proxy.errors import CatalogError
 from irc_proxy.handling.catalog import Catalog, Catalogs
+from irc_proxy.handling.maintenance.children import LocalChildren
 from irc_proxy.handling.maintenance.job import Limits
 from irc_proxy.handling.maintenance.runs import Maintenance, WorkerSettings
 from irc_proxy.handling.maintenance.schedule import Scheduler
@@ -192,10 +193,13 @@ def build_maintenance(
     threads: ThreadRunner,
     audit: Callable[[AuditRecord], None] | None = None,
     credentials: RunCredentials | None = None,
+    isolation: Literal["process", "thread"] | None = None,
 ) -> Maintenance:
     """Table maintenance runs (``[server.maintenance]``): queued in the state database, run by the worker, each
-    catalog's Spark jobs by its ``spark`` executor (``[catalogs.<name>.maintenance]``)."""
+    catalog's Spark jobs by its ``spark`` executor (``[catalogs.<name>.maintenance]``), local jobs in child processes
+    or here (``isolation``, by default the setting's: a process that is itself a child or a command runs them here)."""
     own = settings.server.maintenance
+    children = LocalChildren(settings) if (isolation or own.isolation) == "process" else None
     credentials = credentials or RunCredentials(shared_page_keys(state, new_key))
     worker = WorkerSettings(
         own.max_concurrent_runs,
@@ -208,7 +212,7 @@ def build_maintenance(
     schedule = ScheduleStore(state, threads)
     spark = spark_executors(settings, credentials)
     store = MaintenanceStore(state, threads, own.runs_kept_per_table)
-    return Maintenance(store, threads, worker, audit, policies, schedule, spark)
+    return Maintenance(store, threads, worker, audit, policies, schedule, spark, children)
 
 
 def scheduler(maintenance: Maintenance, settings: Settings) -> Scheduler:
@@ -383,6 +387,7 @@ def create_app(settings: Settings) -> Starlette:
             expiry.cancel()
             worker.cancel()
             sweeps.cancel()
+            await maintenance.close()
             await scan_planning.close()
             for task in backfills:
                 task.cancel()

@@ -190,7 +190,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         auditor = Auditor.build(settings.audit, engine, threads)
         auditor.start()
         try:
-            maintenance = build_maintenance(settings, engine, threads, auditor.submit)
+            # `--here` runs the jobs in this process: it is already a process of its own, started for this run.
+            maintenance = build_maintenance(settings, engine, threads, auditor.submit, isolation="thread")
             maintenance.know({c.name: c for c in catalogs.all()})  # `--here` leaves other catalogs' storage alone
             plan = await _plan(catalogs, maintenance, args)
             # The command line is an administrator: the authorizer of `auth.mode = "none"` (no grants looked up).

@@ -144,6 +144,12 @@ class MaintenanceSettings(_Strict):
     runs_kept_per_table: Annotated[int, Field(ge=1, le=100_000)] = 100
     """Finished runs kept per table (the newest): each new run of a table forgets its older ones, so the run history
     in the state database stays bounded however often a table's writer requests runs."""
+    isolation: Literal["process", "thread"] = "process"
+    """Where the `local` executor's jobs run: `process`, in a child process of the replica at a lower CPU priority
+    (nice +10), one per concurrent run and reused by the next, so that reading manifests and rewriting files neither
+    holds the serving process's interpreter nor can take it down (a child that dies fails its run's jobs); `thread`,
+    in the serving process itself (its blocking-work threads). `irc-proxy maintenance run --here` always runs in its
+    own process."""
 
     @field_validator("orphan_min_age")
     @classmethod

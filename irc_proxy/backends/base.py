@@ -144,6 +144,11 @@ class TableCommits(Protocol):
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         """Raises NoSuchTable or AlreadyExists."""
 
+    def moved_elsewhere(self, namespace: str, name: str) -> AbstractContextManager[None]:
+        """While inside, another process of this server (a maintenance child) may move the table's pointer: this
+        process serves it from no cache meanwhile and forgets it after, so that what the other process committed
+        is read right away (read-your-writes) even when no change signal reaches this process (Glue)."""
+
 
 class EngineViewSource(Protocol):
     """The optional methods of a backend that advertises ``Capability.ENGINE_VIEWS``."""

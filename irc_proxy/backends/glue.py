@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from threading import Lock
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -325,6 +326,9 @@ class GlueBackend:
 
         async with self._pointers.moving([(namespace, name)]):
             return await self._run(drop)
+
+    def moved_elsewhere(self, namespace: str, name: str) -> AbstractContextManager[None]:
+        return self._pointers.moved_elsewhere((namespace, name))
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         def rename() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -345,6 +346,9 @@ class LocalBackend:
             if location is not None:
                 return DroppedTable(location)
         raise CommitFailed(f"Table {name} kept changing while it was being dropped; retry")
+
+    def moved_elsewhere(self, namespace: str, name: str) -> AbstractContextManager[None]:
+        return self._pointers.moved_elsewhere((namespace, name))
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         def rename(conn: Connection) -> None:

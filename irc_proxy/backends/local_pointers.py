@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from sqlalchemy import Connection, func, select
 
@@ -90,6 +91,18 @@ class LocalPointers:
             await self._feed.settle(change[0], time.monotonic())
         else:
             self._feed.abandon(change[0])
+
+    @contextmanager
+    def moved_elsewhere(self, key: Key) -> Iterator[None]:
+        """Another process may move ``key`` meanwhile (``TableCommits.moved_elsewhere``)."""
+        if self._cache is None:
+            yield
+            return
+        self._cache.moving([key])
+        try:
+            yield
+        finally:
+            self._cache.moved([key])
 
     async def close(self) -> None:
         if self._feed is not None:

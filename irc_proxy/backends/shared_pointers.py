@@ -13,8 +13,8 @@ through commits, drops and events about ``t`` for the whole ttl.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from irc_proxy.backends.glue_events import GlueEvents
 from irc_proxy.backends.pointer_cache import Key, Peers, PointerCache
@@ -76,6 +76,20 @@ class SharedPointers:
             self.cache.moved(keys)
             if self._feed is not None:
                 await self._feed.publish(self._catalog, keys)
+
+    @contextmanager
+    def moved_elsewhere(self, key: Key) -> Iterator[None]:
+        """Another process of this server moves ``key`` meanwhile (a maintenance child): not served from cache,
+        forgotten after. That process announces its own moves on the feed, if there is one."""
+        if self.cache is None:
+            yield
+            return
+        keys = [_folded(key)]
+        self.cache.moving(keys)
+        try:
+            yield
+        finally:
+            self.cache.moved(keys)
 
     async def close(self) -> None:
         if self._events is not None:

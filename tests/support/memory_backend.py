@@ -8,6 +8,7 @@ the local and Glue backends keep: all-or-nothing creates and swaps, keyset listi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from pyiceberg.io import FileIO, load_file_io
 
@@ -90,6 +91,9 @@ class MemoryBackend:
         if (namespace, name) not in self.pointers:
             raise NoSuchTable(name)
         return DroppedTable(self.pointers.pop((namespace, name)))
+
+    def moved_elsewhere(self, namespace: str, name: str) -> AbstractContextManager[None]:
+        return nullcontext()  # no cache
 
     async def rename_table(self, namespace: str, name: str, to_namespace: str, to_name: str) -> None:
         if (namespace, name) not in self.pointers:

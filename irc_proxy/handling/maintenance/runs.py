@@ -9,7 +9,8 @@ run is ``failed`` if a job failed, ``skipped`` if every job was skipped, else ``
 audited as ``maintenance.run`` by ``irc-proxy`` (who requested it, every job's outcome), and each of its jobs as
 ``maintenance.<job>`` (``maintenance.expire-snapshots``, ...: its outcome and counts, status 500 when it
 failed), so an audit query by operation finds one job's outcomes; runs and jobs are metered
-(``maintenance.metering``).
+(``maintenance.metering``). Local jobs run in a child process by default (``children``: the claim, lease, outcome,
+audit and metering stay here), Spark jobs in a Spark driver (``spark``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from irc_proxy.audit import AuditRecord, now
 from irc_proxy.errors import BadRequest, CatalogError, Conflict, NotFound
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.maintenance import metering
+from irc_proxy.handling.maintenance.children import ChildFailed, LocalChildren
 from irc_proxy.handling.maintenance.job import JOBS, Job, Limits, skipped
 from irc_proxy.handling.maintenance.policy import NamespaceLoader, Policy, namespace_layers, resolve
 from irc_proxy.handling.maintenance.runners import RUNNERS
@@ -43,6 +45,8 @@ from irc_proxy.threads import ThreadRunner
 __all__ = ["JOBS", "Maintenance", "MaintenanceRun", "NoSuchMaintenanceRun", "WorkerSettings"]
 log = logging.getLogger("irc_proxy.maintenance")
 MAX_ID_CHARS = 64
+Lease = asyncio.Future[Any]
+"""The renewal of a run's claim: done once the claim is lost."""
 
 
 class NoSuchMaintenanceRun(NotFound):
@@ -93,6 +97,7 @@ class Maintenance:
         policies: Mapping[str, CatalogMaintenanceSettings] | None = None,
         schedule: ScheduleStore | None = None,
         spark: Mapping[str, SparkExecutor] | None = None,
+        children: LocalChildren | None = None,
     ) -> None:
         self.store, self._threads, self.settings, self._audit = store, threads, settings, audit
         self.policies = dict(policies or {})
@@ -101,6 +106,8 @@ class Maintenance:
         """Marks and sweeps (None: nothing is scheduled, commits mark nothing)."""
         self._spark = dict(spark or {})
         """The ``spark`` executor of each catalog that has one (``[catalogs.<name>.maintenance]``)."""
+        self._children = children
+        """Where local jobs run (``isolation = "process"``); None: in this process."""
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
         self._allowed: dict[str, tuple[str, ...]] = {}
@@ -238,15 +245,7 @@ class Maintenance:
         results: dict[str, Any] = {}
         error: str | None = None
         try:
-            ident = TableIdent(run.namespace, run.name)
-            policy = await self._run_policy(catalog, ident)
-            spark = self._spark.get(catalog.name)
-            for name in run.jobs:
-                if spark is not None and spark.runs(name):
-                    if name not in results:  # the run's Spark jobs all at once: one Spark driver per run
-                        results.update(await self._spark_jobs(spark, catalog, run))
-                    continue
-                results[name] = await self._job(catalog, ident, name, run, policy)
+            error = await self._run(catalog, run, results, renewing)
         except CatalogError as exc:  # the table is gone, the storage is away, ...
             error = exc.message
         except Exception as exc:  # a bug: recorded, the worker goes on
@@ -263,6 +262,67 @@ class Maintenance:
             log.warning("maintenance run %s was taken over by another replica; its outcome here is dropped", run.id)
             return
         self._record(run, status, results, error, begun)
+
+    async def _run(self, catalog: Catalog, run: MaintenanceRun, results: dict[str, Any], lease: Lease) -> str | None:
+        """The run's jobs in the order requested, into ``results``: its Spark jobs all at once (one Spark driver per
+        run), each stretch of local jobs here or in a child process. The error that stopped the run, if any."""
+        spark = self._spark.get(catalog.name)
+        local: list[str] = []
+        for name in [*run.jobs, None]:
+            if name is not None and (spark is None or not spark.runs(name)):
+                local.append(name)
+                continue
+            if local:
+                error = await self._local(catalog, run, local, results, lease)
+                if error is not None:
+                    return error
+                local = []
+            if spark is not None and name is not None and name not in results:
+                results.update(await self._spark_jobs(spark, catalog, run))
+        return None
+
+    async def _local(
+        self,
+        catalog: Catalog,
+        run: MaintenanceRun,
+        jobs: list[str],
+        results: dict[str, Any],
+        lease: asyncio.Future[Any],
+    ) -> str | None:
+        """Local jobs in a child process (``isolation = "process"``), else here."""
+        if self._children is None:
+            await self.run_jobs(catalog, run, jobs, results)
+            return None
+        ident = TableIdent(run.namespace, run.name)
+        # While the child may commit, this process serves the table's pointer from no cache (read-your-writes).
+        with contextlib.nullcontext() if run.dry_run else catalog.tables.moved_elsewhere(ident):
+            try:
+                async with self._children.child() as child:
+                    return await child.run(catalog.name, run.id, self.holder, jobs, results, lease)
+            except ChildFailed as exc:
+                return str(exc)
+
+    async def run_jobs(
+        self,
+        catalog: Catalog,
+        run: MaintenanceRun,
+        jobs: Sequence[str],
+        results: dict[str, Any],
+        report: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        """Run local ``jobs`` of ``run`` in this process, each result into ``results`` (and to ``report``) as it
+        ends. Raises CatalogError (the table is gone, the storage is away, ...)."""
+        ident = TableIdent(run.namespace, run.name)
+        policy = await self._run_policy(catalog, ident)
+        for name in jobs:
+            results[name] = await self._job(catalog, ident, name, run, policy)
+            if report is not None:
+                report(name, results[name])
+
+    async def close(self) -> None:
+        """Stop the child processes (the server stops)."""
+        if self._children is not None:
+            await self._children.close()
 
     async def _job(
         self, catalog: Catalog, ident: TableIdent, name: str, run: MaintenanceRun, policy: Policy

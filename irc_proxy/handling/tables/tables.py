@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +112,13 @@ class Tables:
         if self._pointer_moves is None:
             raise Unsupported("Tables of this catalog are created, committed and dropped by its remote catalog")
         return self._pointer_moves
+
+    def moved_elsewhere(self, ident: TableIdent) -> AbstractContextManager[None]:
+        """While inside, another process of this server (a maintenance child) may commit to the table: this
+        process answers its pointer from the store, not its cache, and forgets what it cached once outside."""
+        if self._pointer_moves is None:  # a remote catalog's table: nothing cached here
+            return nullcontext()
+        return self._pointer_moves.moved_elsewhere(self._codec.to_flat(ident.namespace), ident.name)
 
     # Reading ----------------------------------------------------------------------------
     async def list(self, namespace: Namespace, page: PageRequest) -> Page[TableIdent]:
