@@ -43,7 +43,8 @@ WRITER = "glue_maint_e2e"  # the Spark catalog of the test's own session
 BUCKET = "irc-spark-maintenance-glue"
 JOBS = ["rewrite-data-files", "rewrite-manifests", "expire-snapshots"]
 RUN_SECONDS = 300
-APPENDS = 50
+APPENDS = 20
+V3_APPENDS = 6
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +185,15 @@ def live_files(spark: Any, table: str, kind: str) -> set[str]:
     return {urlparse(path).path.lstrip("/") for (path,) in found}
 
 
+def changes_under(prefix: str, before: dict[str, str], after: dict[str, str]) -> tuple[set[str], set[str]]:
+    """The keys added and deleted between two listings, asserted to lie under ``prefix`` (none rewritten)."""
+    added, deleted = set(after) - set(before), set(before) - set(after)
+    changed = {key for key in set(before) & set(after) if before[key] != after[key]}
+    assert added and deleted and not changed
+    assert all(key.startswith(prefix) for key in added | deleted), sorted(added | deleted)
+    return added, deleted
+
+
 def test_spark_executor_compacts_a_glue_table_on_s3_with_vended_credentials_only(
     spark: Any,
     writer: str,
@@ -229,13 +239,8 @@ def test_spark_executor_compacts_a_glue_table_on_s3_with_vended_credentials_only
     assert checksum(duckdb_rows(location, moto, user_keys, tmp_path)) == checksum(before)
 
     # S3: what changed lies under the table's prefix; files no retained snapshot reaches are gone.
-    stored_after = objects(s3)
     prefix = f"wh/{ns_name}/events/"
-    added = set(stored_after) - set(stored_before)
-    deleted = set(stored_before) - set(stored_after)
-    changed = {k for k in set(stored_before) & set(stored_after) if stored_before[k] != stored_after[k]}
-    assert added and deleted and not changed
-    assert all(key.startswith(prefix) for key in added | deleted), sorted(added | deleted)
+    _, deleted = changes_under(prefix, stored_before, objects(s3))
     assert delete_keys and delete_keys <= deleted  # applied, then expired: gone from S3
     assert data_keys & deleted  # the rewritten files only expired snapshots reached (the tag keeps its own)
 
@@ -243,3 +248,38 @@ def test_spark_executor_compacts_a_glue_table_on_s3_with_vended_credentials_only
     calls = [c for c in sts.assume_role_calls() if c.get("RoleSessionName") == session_name(PRINCIPAL)]
     assert calls, [c.get("RoleSessionName") for c in sts.assume_role_calls()]
     assert all(f"{BUCKET}/{prefix}*" in c["Policy"] and "events_2" not in c["Policy"] for c in calls)
+
+
+def test_spark_executor_compacts_a_v3_glue_table_with_deletion_vectors_and_keeps_row_lineage(
+    spark: Any,
+    writer: str,
+    admin: httpx.Client,
+    glue_spark_proxy: ProxyProcess,
+    s3: Any,
+    moto: str,
+    user_keys: tuple[str, str],
+    ns_name: str,
+    tmp_path: Path,
+) -> None:
+    spark.sql(f"CREATE NAMESPACE {writer}.{ns_name}")
+    table = f"{writer}.{ns_name}.lineage"
+    write_small_files(spark, table, 3, V3_APPENDS)
+    lineage = f"SELECT id, v, _row_id, _last_updated_sequence_number FROM {table}"
+    before = rows(spark, lineage)
+    data_before, vectors_before = file_counts(spark, table)
+    assert data_before >= V3_APPENDS and vectors_before >= 1
+    vector_keys = live_files(spark, table, "delete_files")
+    assert all(key.endswith(".puffin") for key in vector_keys)  # deletion vectors, not position delete files
+    stored_before = objects(s3)
+
+    run = run_maintenance(admin, ns_name, "lineage", glue_spark_proxy)
+
+    rewrite = run["results"]["rewrite-data-files"]
+    assert rewrite["executor"] == "spark"
+    assert (rewrite["delete-files-before"], rewrite["delete-files-after"]) == (vectors_before, 0)
+    assert file_counts(spark, table) == (1, 0)
+    assert rows(spark, lineage) == before  # every row keeps its _row_id and _last_updated_sequence_number
+    location = metadata_location(admin, ns_name, "lineage")
+    assert checksum(duckdb_rows(location, moto, user_keys, tmp_path)) == checksum([(i, v) for i, v, _, _ in before])
+    _, deleted = changes_under(f"wh/{ns_name}/lineage/", stored_before, objects(s3))
+    assert vector_keys <= deleted

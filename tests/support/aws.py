@@ -82,7 +82,7 @@ def java_sdk_signatures() -> Iterator[None]:
     from botocore.awsrequest import AWSRequest, HTTPHeaders
     from moto.iam.access_control import S3IAMRequest
 
-    class EveryNamedHeader(S3SigV4Auth):
+    class EveryNamedHeader(S3SigV4Auth):  # type: ignore[misc]  # botocore is untyped here
         def headers_to_sign(self, request: AWSRequest) -> HTTPHeaders:
             named = HTTPHeaders()
             for name, value in request.headers.items():
