@@ -6,7 +6,12 @@ key moto knows. The proxy calls Glue and STS as an IAM user and vends table-scop
 user's keys (Hadoop's S3A); the maintenance driver the proxy starts gets no keys at all: it must read and write
 S3 with the credentials the proxy vends to its run credential. Afterwards Spark, pyiceberg (vended credentials)
 and DuckDB read exactly the rows they read before, the files are bin-packed, the applied delete files are gone
-from S3, and every object added or deleted lies under the table's own prefix.
+from S3, and every object added or deleted lies under the table's own prefix. A v3 table's deletion vectors are
+applied the same way and every row keeps its ``_row_id``.
+
+moto cannot verify the Java SDK's signatures by itself (``tests.support.aws.java_sdk_signatures``). Fewer appends
+than the local-catalog test (``test_spark_maintenance.py``, 50): each file costs S3 round trips on moto, and the
+count of files, not rows, is what the runs are about.
 """
 
 from __future__ import annotations
