@@ -11,6 +11,14 @@ Request: ``{"uri", "warehouse", "token", "namespace": [...], "name", "format_ver
 "connect_url", "jars": [...], "conf": {...}, "rewrite_options": {...}}``. It reads no metadata table: Spark
 resolves ``t.files`` by first loading a table ``files`` in a namespace ``t``, which the run credential may not
 read (403, not the 404 Spark falls back on); the proxy counts files and snapshots itself, before and after.
+
+Storage: a table on S3 is read and written with Hadoop's S3A (``HadoopFileIO``), the one S3 client Spark's stock
+Hadoop has (Iceberg's ``S3FileIO`` needs the Iceberg AWS bundle, which a cluster may not have). Before Spark starts,
+the driver loads the table from the proxy as the run, asking for vended credentials like any REST client, and maps
+what it gets (``s3.endpoint``, ``s3.path-style-access``, ``client.region`` and the scoped session keys) onto the
+catalog's own ``hadoop.fs.s3a.*`` options, so Spark's tasks get them with the table's FileIO. Without vending the
+proxy hands out nothing and S3A uses ``spark_conf``'s ``spark.hadoop.fs.s3a.*`` keys or its default credential
+chain. ``spark_conf`` keys ``spark.sql.catalog.irc_proxy_maintenance.*`` override any of these.
 """
 
 from __future__ import annotations
@@ -25,11 +33,17 @@ if sys.path and os.path.realpath(sys.path[0] or ".") == os.path.dirname(os.path.
 
 import json
 from typing import Any
+from urllib.parse import quote, urlsplit
+from urllib.request import Request, urlopen
 
 RESULT_MARKER = "IRC-PROXY-RESULT "
 CATALOG = "irc_proxy_maintenance"
 """The Spark catalog name of the proxy inside the child (a fixed name: nothing of the caller's goes into SQL
 unquoted)."""
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+HTTP_TIMEOUT_SECONDS = 60
 
 RENAMED = {
     "rewritten_data_files_count": "data-files-rewritten",
@@ -115,6 +129,78 @@ class Driver:
             return {"status": "failed", "error": reason(exc)}
 
 
+def rest(request: dict[str, Any], path: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """One GET on the proxy's REST API as the run (the standard library's HTTP client: no dependency)."""
+    sent = {"Authorization": f"Bearer {request['token']}", "Accept": "application/json", **(headers or {})}
+    url = request["uri"].rstrip("/") + path  # the proxy's own URI, from its settings
+    with urlopen(Request(url, headers=sent), timeout=HTTP_TIMEOUT_SECONDS) as answer:  # noqa: S310
+        found: dict[str, Any] = json.loads(answer.read())
+    return found
+
+
+def loaded_table(request: dict[str, Any]) -> dict[str, Any]:
+    """The run's table as the proxy serves it to a client asking for vended credentials (``LoadTableResult``)."""
+    config = rest(request, "/v1/config?warehouse=" + quote(request["warehouse"], safe=""))
+    prefix = {**config.get("defaults", {}), **config.get("overrides", {})}.get("prefix", "")
+    namespace = quote("\x1f".join(request["namespace"]), safe="")
+    base = f"/v1/{quote(prefix, safe='')}/" if prefix else "/v1/"
+    path = f"{base}namespaces/{namespace}/tables/{quote(request['name'], safe='')}"
+    return rest(request, path, {"X-Iceberg-Access-Delegation": "vended-credentials"})
+
+
+def storage_config(loaded: dict[str, Any]) -> dict[str, str]:
+    """The table's client config with the ``storage-credentials`` entry of the longest prefix covering its location
+    on top (Iceberg's own precedence)."""
+    location = str(loaded.get("metadata", {}).get("location", ""))
+    found = {str(k): str(v) for k, v in (loaded.get("config") or {}).items()}
+    covering = [
+        (len(credential["prefix"]), credential["config"])
+        for credential in loaded.get("storage-credentials") or []
+        if isinstance(credential.get("prefix"), str)
+        and isinstance(credential.get("config"), dict)
+        and location.startswith(credential["prefix"])
+    ]
+    if covering:
+        found.update({str(k): str(v) for k, v in max(covering, key=lambda pair: pair[0])[1].items()})
+    return found
+
+
+def s3a_options(location: str, config: dict[str, str]) -> dict[str, str]:
+    """The Spark catalog options that give a table at ``location`` on S3 a ``HadoopFileIO`` over S3A set up from the
+    REST ``config`` (Iceberg's ``s3.*`` and ``client.region`` keys); nothing for other storage."""
+    if urlsplit(location).scheme.lower() not in S3_SCHEMES:
+        return {}
+    hadoop = {f"fs.{scheme}.impl": S3A for scheme in S3_SCHEMES}
+    endpoint = config.get("s3.endpoint", "")
+    if endpoint:
+        hadoop["fs.s3a.endpoint"] = endpoint
+        if urlsplit(endpoint).scheme == "http":
+            hadoop["fs.s3a.connection.ssl.enabled"] = "false"
+    if config.get("s3.path-style-access", "").lower() == "true":
+        hadoop["fs.s3a.path.style.access"] = "true"
+    region = config.get("client.region") or config.get("s3.region")
+    if region:
+        hadoop["fs.s3a.endpoint.region"] = region
+    key, secret = config.get("s3.access-key-id"), config.get("s3.secret-access-key")
+    if key and secret:
+        token = config.get("s3.session-token")
+        hadoop["fs.s3a.access.key"], hadoop["fs.s3a.secret.key"] = key, secret
+        hadoop["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a." + (
+            "TemporaryAWSCredentialsProvider" if token else "SimpleAWSCredentialsProvider"
+        )
+        if token:
+            hadoop["fs.s3a.session.token"] = token
+    return {"io-impl": "org.apache.iceberg.hadoop.HadoopFileIO", **{f"hadoop.{k}": v for k, v in hadoop.items()}}
+
+
+def storage_options(request: dict[str, Any]) -> dict[str, str]:
+    """``s3a_options`` for the run's table as the proxy serves it (vended credentials when the catalog vends)."""
+    loaded = loaded_table(request)
+    location = str(loaded.get("metadata", {}).get("location", ""))
+    options = s3a_options(location, storage_config(loaded))
+    return {f"spark.sql.catalog.{CATALOG}.{key}": value for key, value in options.items()}
+
+
 def session(request: dict[str, Any]) -> Any:
     """The Spark session: Spark Connect, or a driver here (``spark-submit`` or pyspark's own launcher)."""
     from pyspark.sql import SparkSession
@@ -126,9 +212,11 @@ def session(request: dict[str, Any]) -> Any:
         f"spark.sql.catalog.{CATALOG}.warehouse": request["warehouse"],
         f"spark.sql.catalog.{CATALOG}.token": request["token"],
     }
+    storage = storage_options(request)
+    user_catalog = {k: v for k, v in request.get("conf", {}).items() if k.startswith(f"spark.sql.catalog.{CATALOG}.")}
     if request.get("connect_url"):
         spark = SparkSession.builder.remote(request["connect_url"]).getOrCreate()
-        for key, value in catalog.items():
+        for key, value in {**storage, **user_catalog, **catalog}.items():
             spark.conf.set(key, value)
         return spark
     builder = SparkSession.builder.appName("irc-proxy maintenance")
@@ -138,6 +226,7 @@ def session(request: dict[str, Any]) -> Any:
         "spark.ui.enabled": "false",
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         **({"spark.jars": ",".join(request["jars"])} if request.get("jars") else {}),
+        **storage,
         **request.get("conf", {}),
         **catalog,
     }

@@ -244,7 +244,9 @@ class CatalogMaintenanceSettings(_Strict):
     """`spark`: jars for `spark.jars`: the Iceberg Spark runtime and what it needs (paths or URLs)."""
     spark_conf: dict[str, SecretStr] = Field(default_factory=dict)
     """`spark`: extra Spark configuration (`spark.executor.memory`, `spark.kubernetes.*`, S3A keys, ...); handed to the
-    driver on its standard input, never on its command line; values masked in `check-config`."""
+    driver on its standard input, never on its command line; values masked in `check-config`. Keys under
+    `spark.sql.catalog.irc_proxy_maintenance.` set the driver's catalog (`io-impl`, `hadoop.fs.s3a.*`) over what it
+    derives from the table's vended credentials (see "Spark on S3")."""
     spark_rewrite_options: dict[str, str] = Field(default_factory=dict)
     """`spark`: options of `rewrite_data_files`, by Iceberg's names (`rewrite-all`, `min-input-files` (default 5),
     `target-file-size-bytes` (default: the table's `write.target-file-size-bytes`), `partial-progress.enabled`, ...);

@@ -66,3 +66,35 @@ def glue_on_s3_config(endpoint: str, s3_endpoint: str, max_attempts: int) -> str
         s3_path_style_access="true",
         max_attempts=str(max_attempts),
     )
+
+
+@contextmanager
+def java_sdk_signatures() -> Iterator[None]:
+    """Let moto's IAM enforcement verify the SigV4 signatures of the AWS SDK for Java (Hadoop's S3A).
+
+    moto recomputes a request's signature with botocore's signer over the headers the request names in
+    ``SignedHeaders``, but botocore never signs ``User-Agent``, which the Java SDK v1 does sign: every S3A request
+    then fails with ``SignatureDoesNotMatch`` although it is correctly signed. Inside this block moto's S3 check
+    signs every header the request names (moto already keeps only those), as AWS does. Only the in-process moto
+    server is affected; botocore's own clients are not.
+    """
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest, HTTPHeaders
+    from moto.iam.access_control import S3IAMRequest
+
+    class EveryNamedHeader(S3SigV4Auth):  # type: ignore[misc]  # botocore is untyped here
+        def headers_to_sign(self, request: AWSRequest) -> HTTPHeaders:
+            named = HTTPHeaders()
+            for name, value in request.headers.items():
+                named[name.lower()] = value
+            return named if "host" in named else super().headers_to_sign(request)
+
+    def signer(self: Any, credentials: Any) -> S3SigV4Auth:
+        return EveryNamedHeader(credentials, self._service, self._region)
+
+    original = S3IAMRequest._create_auth
+    S3IAMRequest._create_auth = signer  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        S3IAMRequest._create_auth = original  # type: ignore[method-assign]

@@ -3,8 +3,11 @@
 A Spark executor run (``handling/maintenance/spark.py``) starts a Spark session whose catalog is this proxy, so
 every commit it makes passes authorization, audit and confinement like any client's. Its token is minted per run:
 
-* **scoped**: it carries its own grants, exactly ``table.write`` (which implies ``table.read``) on the run's one
-  table; nothing from the state database or ``auth.admins`` widens them, and the admin API refuses it;
+* **scoped**: it carries its own grants, exactly ``table.write`` (which implies ``table.read``) and
+  ``credentials.write`` on the run's one table; nothing from the state database or ``auth.admins`` widens them,
+  and the admin API refuses it. ``credentials.write`` lets the driver ask for the table's vended, table-scoped
+  storage credentials like any writer (on a catalog with ``vending``): without it a driver on S3 would need keys
+  of its own, wider than the one table;
 * **short-lived**: it expires with the run's timeout (``spark_timeout``) plus a minute, and is refused as soon as
   its run is no longer ``running`` in the state database (``RunIsLive``): a credential read from a cluster's logs
   or an executor's memory cannot be replayed once the run has finished;
@@ -51,7 +54,9 @@ class RunScope:
 
     def grants(self) -> Grants:
         table = Securable(SecurableType.TABLE, self.catalog, tuple(self.ident.namespace), self.ident.name)
-        return Grants([Grant(f"maintenance-run:{self.run_id}", table, Privilege.TABLE_WRITE)], fixed=True)
+        role = f"maintenance-run:{self.run_id}"
+        privileges = (Privilege.TABLE_WRITE, Privilege.CREDENTIALS_WRITE)
+        return Grants([Grant(role, table, privilege) for privilege in privileges], fixed=True)
 
 
 class RunCredentials:
