@@ -13,6 +13,7 @@ httpcore). Timeouts come from the request (``AsyncClient``'s ``httpx.Timeout``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from collections import deque
 
@@ -56,6 +57,8 @@ class _Pool:
                     self._give_back(waiter.result())  # handed over just as the wait ended: pass it on
                 else:
                     waiter.cancel()
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(waiter)  # not left behind while every connection stays busy
                 if isinstance(exc, TimeoutError):
                     raise httpx.PoolTimeout(f"no free connection to the upstream within {pool_timeout} s") from exc
                 raise
