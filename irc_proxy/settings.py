@@ -701,8 +701,12 @@ class RestCatalogSettings(_Strict):
     """Pooled keep-alive connections to the upstream."""
     keepalive_expiry_seconds: Annotated[float, Field(ge=0, le=3600)] = 4.0
     """Idle time before a pooled connection is dropped."""
+    max_response_mb: Annotated[int, Field(ge=1, le=4096)] = 128
+    """Largest upstream answer read (decoded, in MiB); a larger one is a 503 `ServiceUnavailableException` (a 504
+    `CommitStateUnknownException` for a commit). Above the default `max_metadata_bytes`, which a loadTable carries."""
     http2: bool = True
-    """HTTP/2 over TLS."""
+    """HTTP/2 over TLS (httpx's pool); plain `http://` upstreams and `http2 = false` use the proxy's lean HTTP/1.1
+    pool."""
     verify_tls: bool = True
     """Check the upstream's certificate."""
     ca_bundle: str = ""

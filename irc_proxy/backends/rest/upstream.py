@@ -1,12 +1,17 @@
 """The client of one remote Iceberg REST catalog: a pooled ``httpx.AsyncClient``, ``/v1/config``
 discovery and transport errors translated into the domain's.
 
+The pool is ``transport.LeanTransport`` (HTTP/1.1 over h11, a fraction of httpcore's CPU per request) unless
+HTTP/2 may apply (``http2`` on an ``https://`` upstream) or an HTTP proxy comes from the environment: then
+httpx's own. Answers are read whole, at most ``max_response_mb`` (decoded) of them.
+
 A request that never left (connect refused or timed out, no pooled connection free) is
 ``ServiceUnavailable``. A request that may have reached the upstream and got no answer (read or
 write timeout, dropped connection) is ``CommitStateUnknown`` when the caller marks it ambiguous
 (commits, transactions, view replaces) and ``ServiceUnavailable`` otherwise. Whatever the upstream
 answers is returned as it is; only a 401 to the proxy's own credentials is retried once (with a
-fresh OAuth2 token) and then reported as ``ServiceUnavailable``.
+fresh OAuth2 token) and then reported as ``ServiceUnavailable``. An answer over ``max_response_mb`` is
+``ServiceUnavailable`` too (``CommitStateUnknown`` for an ambiguous request: the upstream did answer it).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import httpx
 
 from irc_proxy.backends.base import UpstreamConfig
 from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
+from irc_proxy.backends.rest.transport import LeanTransport, ResponseTooLarge
 from irc_proxy.errors import CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
 from irc_proxy.threads import ThreadRunner
@@ -60,6 +66,8 @@ LEGACY_VIEW_ENDPOINTS = frozenset(
         "POST /v1/{prefix}/views/rename",
     }
 )
+_URL_CACHE = 1024
+"""Parsed upstream URLs kept (``RestUpstream._url``); all are dropped when it is full."""
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 
 
@@ -104,15 +112,9 @@ class RestUpstream:
             settings.nested_namespaces == "auto" and settings.auth.mode == "sigv4"
         )
         self._token_endpoint = settings.auth.token_endpoint
-        pool = transport or httpx.AsyncHTTPTransport(
-            http2=settings.http2,
-            verify=_verify(settings),
-            limits=httpx.Limits(
-                max_connections=settings.pool_size,
-                max_keepalive_connections=settings.pool_size,
-                keepalive_expiry=settings.keepalive_expiry_seconds,
-            ),
-        )
+        self._max_response = settings.max_response_mb << 20
+        proxied = bool(getproxies())
+        pool = transport or _pool(settings, lean=not proxied and not (settings.http2 and self.uri.startswith("https:")))
         self._client = httpx.AsyncClient(
             transport=pool,
             timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
@@ -121,10 +123,11 @@ class RestUpstream:
         # Requests go straight to the pool: the client's send() adds auth/redirect/hook loops and an INFO
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
         # (which the client routes through) they take the client's way.
-        self._pool: httpx.AsyncBaseTransport | None = None if getproxies() and not transport else pool
+        self._pool: httpx.AsyncBaseTransport | None = None if proxied and not transport else pool
         self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client, threads)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()
+        self._urls: dict[str, httpx.URL] = {}
 
     def _oauth2_endpoint(self) -> str:
         if self._token_endpoint:
@@ -208,7 +211,7 @@ class RestUpstream:
                 or refused the proxy's own credentials.
             CommitStateUnknown: an ambiguous request may have reached the upstream and got no answer.
         """
-        url = self.uri + path + ("?" + query.decode("latin-1") if query else "")
+        url = self._url(path + ("?" + query.decode("latin-1") if query else ""))
         response = await self._send_once(method, url, headers, content, ambiguous)
         if response.status_code == 401 and self._auth.proxy_credentials and self._auth.invalidate():
             response = await self._send_once(method, url, headers, content, ambiguous)
@@ -218,8 +221,18 @@ class RestUpstream:
             )
         return response
 
+    def _url(self, tail: str) -> httpx.URL:
+        """``<uri><tail>`` parsed, from a bounded cache: the same tables are loaded again and again, and
+        parsing a URL was a tenth of the CPU a forwarded request costs the proxy."""
+        url = self._urls.get(tail)
+        if url is None:
+            if len(self._urls) >= _URL_CACHE:
+                self._urls.clear()
+            url = self._urls[tail] = httpx.URL(self.uri + tail)
+        return url
+
     async def _send_once(
-        self, method: str, url: str, headers: Sequence[tuple[str, str]], content: bytes, ambiguous: bool
+        self, method: str, url: httpx.URL, headers: Sequence[tuple[str, str]], content: bytes, ambiguous: bool
     ) -> httpx.Response:
         request = self._client.build_request(method, url, headers=list(headers), content=content or None)
         if (request_id := REQUEST_ID.get()) is not None:
@@ -229,6 +242,13 @@ class RestUpstream:
         while True:
             try:
                 return await self._exchange(request)
+            except ResponseTooLarge as exc:
+                too_large = f"answered with more than {self._max_response >> 20} MB (max_response_mb)"
+                if ambiguous:
+                    raise CommitStateUnknown(
+                        f"The upstream catalog of {self.name} {too_large}; the commit may or may not have been applied"
+                    ) from exc
+                raise ServiceUnavailable(f"The upstream catalog of {self.name} {too_large}") from exc
             except _NOT_SENT as exc:
                 raise ServiceUnavailable(
                     f"The upstream catalog of {self.name} is unreachable ({type(exc).__name__})"
@@ -247,18 +267,51 @@ class RestUpstream:
                 ) from exc
 
     async def _exchange(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` and read the whole answer (what ``AsyncClient.send`` does, minus its extras)."""
+        """Send ``request`` and read the whole answer, at most ``max_response_mb`` of it decoded (what
+        ``AsyncClient.send`` does, minus its extras)."""
         if self._pool is None:
-            return await self._client.send(request)
-        response = await self._pool.handle_async_request(request)
-        response.request = request
+            response = await self._client.send(request, stream=True)
+        else:
+            response = await self._pool.handle_async_request(request)
+            response.request = request
         try:
-            await response.aread()
+            await _read_whole(response, self._max_response)
         finally:
             await response.aclose()
-        if "set-cookie" in response.headers:
+        if self._pool is not None and "set-cookie" in response.headers:
             self._client.cookies.extract_cookies(response)  # as the client keeps them (sticky load balancers)
         return response
+
+
+def _pool(settings: RestCatalogSettings, lean: bool) -> httpx.AsyncBaseTransport:
+    """The connection pool to the upstream (see the module docstring for which one)."""
+    if lean:
+        return LeanTransport(
+            tls=httpx.create_ssl_context(verify=_verify(settings)),
+            pool_size=settings.pool_size,
+            keepalive_expiry=settings.keepalive_expiry_seconds,
+            max_response_bytes=settings.max_response_mb << 20,
+        )
+    return httpx.AsyncHTTPTransport(
+        http2=settings.http2,
+        verify=_verify(settings),
+        limits=httpx.Limits(
+            max_connections=settings.pool_size,
+            max_keepalive_connections=settings.pool_size,
+            keepalive_expiry=settings.keepalive_expiry_seconds,
+        ),
+    )
+
+
+async def _read_whole(response: httpx.Response, limit: int) -> None:
+    """``response.aread()`` that stops at ``limit`` decoded bytes: a compressed answer cannot inflate past it."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLarge(f"the answer is larger than {limit} bytes")
+        chunks.append(chunk)
+    response._content = b"".join(chunks)  # what aread() keeps; .content and .json() read it
 
 
 def _message(response: httpx.Response) -> str:

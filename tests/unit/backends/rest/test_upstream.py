@@ -239,3 +239,23 @@ def test_a_request_body_and_headers_reach_the_upstream_unchanged() -> None:
         ),
     )
     assert seen == [("http://upstream.test/api/v1/namespaces?x=1", body, "application/json")]
+
+
+def test_parsed_urls_are_reused_and_their_cache_stays_bounded() -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json={})
+
+    client = upstream(handler)
+
+    async def steps() -> None:
+        for i in range(1100):
+            await client.send("GET", f"/v1/namespaces/n/tables/t{i}", query=b"snapshots=refs")
+        await client.send("GET", "/v1/namespaces/n/tables/t1099", query=b"snapshots=refs")
+
+    run(client, steps)
+    assert seen[0] == "http://upstream.test/api/v1/namespaces/n/tables/t0?snapshots=refs"
+    assert seen[-1] == seen[-2]
+    assert 0 < len(client._urls) <= 1024

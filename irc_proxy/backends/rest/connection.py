@@ -1,0 +1,243 @@
+"""One HTTP/1.1 connection to an upstream: ``h11`` driven over an asyncio protocol.
+
+Why not httpcore: for a forwarded ``loadTable`` the proxy spent most of its CPU in httpcore's and anyio's
+layers (~700 us a request against ~150 us for h11 alone, ``benchmarks/bench_rest_passthrough.py``). Why a
+protocol rather than ``asyncio.open_connection`` streams: a pooled connection must be recognised as spoiled
+when the upstream wrote to it or closed it while it sat idle (a ``408`` before closing, say), and a
+``StreamReader`` does not tell what it has buffered. The protocol buffers what arrives, pauses the socket
+past a high-water mark and wakes the one request using the connection.
+
+Failures are raised as httpcore would raise them, so ``RestUpstream._send_once`` keeps its meaning:
+``ConnectError``/``ConnectTimeout`` before anything was sent; ``RemoteProtocolError`` for a closed, truncated
+or malformed answer; ``ReadError``/``WriteError`` for a reset; ``ReadTimeout``/``WriteTimeout`` when nothing
+moves for the request's timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import select
+import ssl
+from typing import cast
+
+import h11
+import httpx
+
+_HIGH_WATER = 256 << 10
+"""Bytes buffered before the socket is paused (the request reads them into h11 when it resumes)."""
+_MAX_HEADERS = 100 << 10
+"""Largest status line plus headers (httpcore's ``h11`` limit)."""
+
+
+class ResponseTooLarge(httpx.TransportError):
+    """The upstream's answer passed the catalog's ``max_response_mb``; the connection is dropped."""
+
+
+class _Link(asyncio.Protocol):
+    """The socket side of a connection: what arrived, whether it ended, whether writing must wait."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: list[bytes] = []
+        self.buffered = 0
+        self.ended = False
+        self.error: Exception | None = None
+        self.busy = False
+        self.spoiled = False
+        self.write_paused = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy:
+            self.spoiled = True  # nothing was asked: whatever this is, the next answer could not be told from it
+        self.chunks.append(data)
+        self.buffered += len(data)
+        if self.buffered > _HIGH_WATER and self.transport is not None:
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.ended = True
+        self._wake()
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        self.error = exc
+        self._wake()
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._wake()
+
+    def take(self) -> list[bytes]:
+        """What arrived since the last call; lets the socket read again if it was paused."""
+        chunks, self.chunks, self.buffered = self.chunks, [], 0
+        if self.transport is not None and not self.transport.is_reading() and not self.transport.is_closing():
+            self.transport.resume_reading()
+        return chunks
+
+    async def wait(self) -> None:
+        """Until something arrives, the connection ends or writing may go on."""
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection, used by one request at a time."""
+
+    def __init__(self, link: _Link) -> None:
+        self._link = link
+        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEADERS)
+        self.idle_since = 0.0
+
+    @classmethod
+    async def open(cls, host: str, port: int, tls: ssl.SSLContext | None, timeout: float | None) -> Connection:
+        """Connect (and shake hands over TLS) within ``timeout``."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                _, link = await loop.create_connection(
+                    _Link, host, port, ssl=tls, server_hostname=host if tls is not None else None
+                )
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout(f"no connection to {host}:{port} within {timeout} s") from exc
+        except OSError as exc:  # refused, unreachable, a certificate refused (ssl.SSLError is an OSError)
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        return cls(link)
+
+    def reusable(self, now: float, expiry: float) -> bool:
+        """Idle for less than ``expiry`` seconds, and the upstream neither wrote nor hung up meanwhile."""
+        link = self._link
+        if link.spoiled or link.ended or link.transport is None or link.transport.is_closing():
+            return False
+        if now - self.idle_since >= expiry:
+            return False
+        return not _readable(link.transport)  # what the kernel knows and the loop has not read yet
+
+    @property
+    def closed(self) -> bool:
+        transport = self._link.transport
+        return transport is None or transport.is_closing() or self._link.ended
+
+    def close(self) -> None:
+        if self._link.transport is not None:
+            self._link.transport.close()
+
+    async def exchange(self, request: httpx.Request, body: bytes, timeout: float | None, limit: int) -> httpx.Response:
+        """Send ``request`` and read its whole answer; ``timeout`` bounds each wait for the peer.
+
+        On success the connection is ready for the next request, or closed if either side will not keep it.
+        On any failure it is closed.
+        """
+        link, parser = self._link, self._h11
+        link.busy = True
+        writing = True
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+                url = request.url
+                head = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
+                out = [parser.send(head)]
+                if body:
+                    out.append(parser.send(h11.Data(data=body)))
+                out.append(parser.send(h11.EndOfMessage()))
+                if link.transport is None or link.transport.is_closing():
+                    raise httpx.WriteError("the connection was closed before the request was written")
+                link.transport.writelines(out)
+                while link.write_paused and not link.ended:
+                    await link.wait()
+                writing = False
+                response = await self._read(parser, link, deadline, timeout, limit)
+        except TimeoutError as exc:
+            self.close()
+            raise (httpx.WriteTimeout if writing else httpx.ReadTimeout)(f"no progress within {timeout} s") from exc
+        except h11.RemoteProtocolError as exc:
+            self.close()
+            raise httpx.RemoteProtocolError(str(exc)) from exc
+        except h11.LocalProtocolError as exc:
+            self.close()
+            raise httpx.LocalProtocolError(str(exc)) from exc
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            link.busy = False
+        extra, _ = parser.trailing_data
+        if parser.our_state is h11.DONE and parser.their_state is h11.DONE and not extra and not link.chunks:
+            parser.start_next_cycle()
+        else:
+            self.close()  # Connection: close, or an answer that ended the connection
+        return response
+
+    async def _read(
+        self, parser: h11.Connection, link: _Link, deadline: asyncio.Timeout, timeout: float | None, limit: int
+    ) -> httpx.Response:
+        loop = asyncio.get_running_loop()
+        head: h11.Response | None = None
+        body: list[bytes] = []
+        size, heard = 0, False
+        while True:
+            event = parser.next_event()
+            if event is h11.NEED_DATA:
+                if link.chunks:
+                    heard = True
+                    for chunk in link.take():
+                        parser.receive_data(chunk)
+                elif link.ended:
+                    if not heard:
+                        if isinstance(link.error, OSError):
+                            raise httpx.ReadError(str(link.error)) from link.error
+                        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+                    parser.receive_data(b"")  # h11 tells a complete close-delimited body from a truncated one
+                else:
+                    await link.wait()
+                    if timeout is not None:
+                        deadline.reschedule(loop.time() + timeout)
+            elif isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > limit:
+                    raise ResponseTooLarge(f"the answer is larger than {limit} bytes")
+                body.append(bytes(event.data))
+            elif isinstance(event, h11.Response):
+                head = event
+            elif isinstance(event, h11.EndOfMessage):
+                assert head is not None  # h11 orders the events
+                return httpx.Response(
+                    head.status_code,
+                    headers=head.headers.raw_items(),
+                    stream=httpx.ByteStream(b"".join(body)),
+                    extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
+                )
+            elif isinstance(event, h11.ConnectionClosed):
+                raise httpx.RemoteProtocolError("Server disconnected without sending a complete response.")
+            elif event is h11.PAUSED:  # cannot come before EndOfMessage; never spin on it
+                raise httpx.RemoteProtocolError("the answer ended in an unexpected state")
+            # h11.InformationalResponse (1xx): the final answer follows
+
+
+def _readable(transport: asyncio.Transport) -> bool:
+    """Whether the socket has something to read (the upstream wrote or hung up) without reading it."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
