@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -125,4 +126,18 @@ async def no_route(scope: Scope, receive: Receive, send: Send) -> None:
     raise errors.NotFound(unknown_path(scope.get("method", "GET"), scope.get("path", "")))
 
 
-EXCEPTION_HANDLERS = {errors.CatalogError: catalog_error, HTTPException: http_error, Exception: unexpected_error}
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
+EXCEPTION_HANDLERS: dict[type[Exception], ExceptionHandler] = {
+    errors.CatalogError: catalog_error,
+    HTTPException: http_error,
+    Exception: unexpected_error,
+}
+
+
+async def error_answer(request: Request, exc: Exception) -> Response:
+    """The answer to ``exc``, raised while serving ``request``: the handler of its nearest class above."""
+    for cls in type(exc).__mro__:
+        handler = EXCEPTION_HANDLERS.get(cls)
+        if handler is not None:
+            return await handler(request, exc)
+    return await unexpected_error(request, exc)  # not an Exception subclass: never raised here

@@ -140,6 +140,18 @@ async def unserved(request: Request) -> Response:
     raise Unsupported(f"{request.method} {template} is not supported by this server")
 
 
+class Handler:
+    """An endpoint as the route's ASGI app, without Starlette's per-route exception wrapper (``request_response``):
+    exceptions go up to ``middleware.Edge``, which answers them with the same handlers."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+
 def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
     """Starlette routes: each template without the prefix first, then with it; then the unserved ones."""
     by_path: dict[str, dict[str, Operation]] = {}
@@ -149,8 +161,9 @@ def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
     for spec_template, handlers in by_path.items():
         template = spec_template.replace("{plan-id}", "{plan_id}")  # a Starlette parameter name
         methods = list(handlers) + (["HEAD"] if "GET" in handlers and "HEAD" not in handlers else [])
-        unprefixed.append(Route(template.replace("/{prefix}", ""), _dispatch(handlers), methods=list(set(methods))))
-        prefixed.append(Route(template, _dispatch(handlers), methods=list(set(methods))))
+        methods = list(set(methods))
+        unprefixed.append(Route(template.replace("/{prefix}", ""), Handler(_dispatch(handlers)), methods=methods))
+        prefixed.append(Route(template, Handler(_dispatch(handlers)), methods=methods))
     for template, verbs in UNSERVED.items():
         unprefixed.append(Route(template.replace("/{prefix}", ""), unserved, methods=verbs))
         prefixed.append(Route(template, unserved, methods=verbs))

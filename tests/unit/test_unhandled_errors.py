@@ -9,7 +9,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from irc_proxy.http.errors import EXCEPTION_HANDLERS
 from irc_proxy.http.middleware import CatalogApp, Edge
 
 
@@ -21,9 +20,7 @@ async def boom(request: Request) -> Response:
 async def test_an_unhandled_error_is_a_500_without_internals_and_does_not_escape(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    app = CatalogApp(
-        routes=[Route("/boom", boom)], middleware=[Middleware(Edge)], exception_handlers=EXCEPTION_HANDLERS
-    )
+    app = CatalogApp(routes=[Route("/boom", boom)], middleware=[Middleware(Edge)])
     # raise_app_exceptions: an exception escaping the app (to be logged again by hypercorn) fails here.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
     async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
