@@ -2,7 +2,8 @@
 
 The request id, the cross-site guard, authentication and the body checks each read a few headers; scanning
 the list once per request and sharing the result (kept in the scope: every copy routing makes carries it)
-costs one loop instead of four. Each field is the last value sent, as a dict of the headers would keep it.
+costs one loop instead of four. Each field is the last value sent, as a dict of the headers would keep it (but
+``If-None-Match``, the first, as the handler read it before).
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ _HTTP1 = frozenset({"1.0", "1.1"})
 class RequestHeaders:
     """What ``Edge`` and ``Gate`` read of a request's headers (raw bytes; decoded where they use them)."""
 
-    __slots__ = ("authorization", "body_declared", "content_type", "has_body", "host", "origin", "request_id", "site")
+    __slots__ = (
+        "authorization",
+        "body_declared",
+        "content_type",
+        "has_body",
+        "host",
+        "if_none_match",
+        "origin",
+        "request_id",
+        "site",
+    )
 
     def __init__(self) -> None:
         self.request_id = b""
@@ -27,6 +38,8 @@ class RequestHeaders:
         """``Sec-Fetch-Site``, lower case."""
         self.content_type = b""
         self.authorization = b""
+        self.if_none_match: bytes | None = None
+        """The first ``If-None-Match`` (as Starlette's ``Headers.get`` reads it), None when none was sent."""
         self.body_declared = False
         """A non-zero ``Content-Length`` or any ``Transfer-Encoding`` was sent."""
         self.has_body = False
@@ -57,6 +70,8 @@ def headers_of(scope: MutableMapping[str, Any]) -> RequestHeaders:
             sent.origin = value
         elif name == b"sec-fetch-site":
             sent.site = value.lower()
+        elif name == b"if-none-match" and sent.if_none_match is None:
+            sent.if_none_match = value
     sent.has_body = sent.body_declared or scope.get("http_version") not in _HTTP1
     scope[_KEY] = sent
     return sent
