@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -132,6 +133,16 @@ EXCEPTION_HANDLERS: dict[type[Exception], ExceptionHandler] = {
     HTTPException: http_error,
     Exception: unexpected_error,
 }
+
+
+ROUTE_HANDLERS: tuple[dict[Any, ExceptionHandler], dict[int, ExceptionHandler]] = (
+    {errors.CatalogError: catalog_error, HTTPException: http_error},
+    {},
+)
+"""What Starlette's per-route wrapper answers (``scope["starlette.exception_handlers"]``, as its
+``ExceptionMiddleware`` would set it): the domain errors, inside every middleware below ``Edge`` (an
+``Idempotency-Key`` keeps a 409). Anything else goes up to ``Edge``."""
+DOMAIN_ERRORS = (errors.CatalogError, HTTPException)
 
 
 async def error_answer(request: Request, exc: Exception) -> Response:

@@ -21,7 +21,7 @@ from irc_proxy.errors import PayloadTooLarge
 from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.http.app_state import begin, from_scope
 from irc_proxy.http.audit import submit_record
-from irc_proxy.http.errors import error_answer, response_for, unexpected_error
+from irc_proxy.http.errors import ROUTE_HANDLERS, error_answer, response_for, unexpected_error
 from irc_proxy.http.headers import headers_of
 from irc_proxy.http.metrics import observe
 from irc_proxy.logs import REQUEST_ID
@@ -54,9 +54,10 @@ class Edge:
       So the rest of the body (up to ``drain_limit`` bytes; a larger one still closes the
       connection) is read just before the last part of the response is sent. Requests without a
       body skip this;
-    - **errors**: an exception raised before the answer began is answered here with the handler of its class
-      (``http.errors.error_answer``: the spec's error model, a 500 without internals for anything unforeseen,
-      logged once); one raised after is logged and goes on to the server, which cuts the connection;
+    - **errors**: a domain error an endpoint raises is answered where it is raised (``http.errors.ROUTE_HANDLERS``,
+      for the routes); any other exception raised before the answer began is answered here with the handler of
+      its class (``http.errors.error_answer``: the spec's error model, a 500 without internals for anything
+      unforeseen, logged once); one raised after is logged and goes on to the server, which cuts the connection;
     - afterwards: the request's **metrics** (``irc_proxy.http.metrics.observe``), its **audit
       record** (``irc_proxy.http.audit.submit_record``) and the **access log** line.
     """
@@ -79,6 +80,7 @@ class Edge:
         context = begin(scope, request_id)
         raw_path = scope.get("raw_path")
         inner = dict(scope, path=_route_path(raw_path)) if raw_path else scope
+        inner["starlette.exception_handlers"] = ROUTE_HANDLERS  # Starlette's route wrappers answer domain errors
 
         if has_body:
             finished = False
@@ -201,10 +203,10 @@ class BodyLimit:
 class CatalogApp(Starlette):
     """Starlette without its own outer layers: ``Edge`` (the first middleware) answers errors itself.
 
-    Starlette wraps the middleware in its ``ServerErrorMiddleware`` and ``ExceptionMiddleware`` and every route's
-    endpoint in another exception wrapper: three coroutine frames and ``send`` wrappers per request that only
-    turn exceptions into answers. ``Edge`` does that once, with the same handlers (``http.errors``), and sends the
-    answer through its own ``send`` (so an error answer carries ``X-Request-Id`` like any other).
+    Starlette wraps the middleware in its ``ServerErrorMiddleware`` and ``ExceptionMiddleware``: two coroutine
+    frames and ``send`` wrappers per request that only turn exceptions into answers. ``Edge`` does that with the
+    same handlers (``http.errors``) and sends the answer through its own ``send`` (so an error answer carries
+    ``X-Request-Id`` like any other); the catalog routes answer their domain errors in place (``routes.Handler``).
     """
 
     def build_middleware_stack(self) -> ASGIApp:

@@ -30,6 +30,7 @@ from irc_proxy.http.bodies import (
     UpdateNamespacePropertiesRequest,
     _Body,
 )
+from irc_proxy.http.errors import DOMAIN_ERRORS, error_answer
 from irc_proxy.http.parsing import catalog
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -144,14 +145,19 @@ async def unserved(request: Request) -> Response:
 
 
 class Handler:
-    """An endpoint as the route's ASGI app, without Starlette's per-route exception wrapper (``request_response``):
-    exceptions go up to ``middleware.Edge``, which answers them with the same handlers."""
+    """An endpoint as the route's ASGI app: Starlette's ``request_response`` without its wrapper of ``receive`` and
+    ``send``. A domain error is answered here, as that wrapper would (inside the middleware: an idempotent request
+    keeps its 409); anything else goes up to ``middleware.Edge``."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = await self.endpoint(Request(scope, receive, send))
+        request = Request(scope, receive, send)
+        try:
+            response = await self.endpoint(request)
+        except DOMAIN_ERRORS as exc:
+            response = await error_answer(request, exc)
         await response(scope, receive, send)
 
 
