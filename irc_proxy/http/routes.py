@@ -119,11 +119,8 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
             raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
         if access.authorizer(request).enabled:  # the rule of handling/operations/policy.py for this operation
             await access.authorize(request, operation.operation_id, operation.body)
-        if target.forwarder is not None:  # a remote catalog's answer, when it passes this operation through
-            passed = await forward.passed_through(request, target, operation.endpoint)
-            if passed is not None:
-                return passed
-        return await operation.handler(request)
+        passed = await forward.passed_through(request, target, operation.endpoint)  # a remote catalog's answer
+        return passed if passed is not None else await operation.handler(request)
 
     return endpoint
 
