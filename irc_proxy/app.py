@@ -54,12 +54,10 @@ from irc_proxy.http import auth, credentials, meta
 from irc_proxy.http.admin import ADMIN_ROUTES
 from irc_proxy.http.app_state import KEY as APP_STATE_KEY
 from irc_proxy.http.app_state import AppState
-from irc_proxy.http.cross_site import CrossSiteGuard
-from irc_proxy.http.errors import EXCEPTION_HANDLERS, no_route
-from irc_proxy.http.front_door import ConsoleRedirect
-from irc_proxy.http.idempotency import Idempotency
+from irc_proxy.http.errors import no_route
+from irc_proxy.http.gate import Gate
 from irc_proxy.http.metrics import metrics
-from irc_proxy.http.middleware import BodyLimit, CatalogApp, Edge
+from irc_proxy.http.middleware import CatalogApp, Edge
 from irc_proxy.http.routes import OPERATIONS, SegmentRouter, catalog_routes
 from irc_proxy.planning.expressions import FilterLimits
 from irc_proxy.planning.manifests import ManifestCache
@@ -416,21 +414,18 @@ def create_app(settings: Settings) -> Starlette:
     ]
     app = CatalogApp(
         middleware=[
-            # Edge: request id, timing, raw-path routing, draining, metrics, audit hand-off, access log.
+            # Edge: request id, timing, raw-path routing, draining, error answers, metrics, audit hand-off, access log.
             Middleware(Edge),
-            # Before any token work: Host (DNS rebinding), Origin and JSON-only writes (cross-site requests).
+            # Gate: Host, Origin and JSON-only writes (cross-site requests), before any token work; a browser opening
+            # `/` goes to the console; authentication; the body limit and Idempotency-Key when they can apply.
             Middleware(
-                CrossSiteGuard,
+                Gate,
                 allowed_hosts=settings.server.accepted_hosts,
                 allowed_origins=settings.server.allowed_origins,
+                max_body_bytes=settings.server.max_body_bytes,
+                console=settings.server.ui,
             ),
-            # A browser opening `/` goes to the console; API clients keep the JSON 404 (or 401).
-            *([Middleware(ConsoleRedirect)] if settings.server.ui else []),
-            Middleware(auth.Authentication),
-            Middleware(BodyLimit, limit=settings.server.max_body_bytes),
-            Middleware(Idempotency),
         ],
-        exception_handlers=EXCEPTION_HANDLERS,
     )
     # Starlette's router, indexed by segment count; a path no route serves is a 404 with a hint (http/errors.py)
     app.router = SegmentRouter(routes, lifespan=lifespan, default=no_route)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -38,6 +39,19 @@ class RequestIdFilter(logging.Filter):
 
 class MaskingFormatter(logging.Formatter):
     """The standard text format with credentials masked, one record per line (continuations indented)."""
+
+    _second: tuple[int, str] = (-1, "")
+    """The last second formatted (``time.strftime`` per record cost more than the rest of an access log line)."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        cached, text = self._second
+        if cached != second:
+            text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = (second, text)
+        return f"{text},{int(record.msecs):03d}"  # logging's ``default_msec_format``
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         return printable(super().formatMessage(record))

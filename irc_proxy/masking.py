@@ -68,6 +68,13 @@ def mask_text(text: str) -> str:
     connection strings (``host=db password=…``); cheap when there is neither."""
     if "://" in text:
         text = _URL.sub(lambda found: mask_url(found.group(0)), text)
-    if "=" in text:
+    if "=" in text and _may_name_password(text):
         text = _KEYWORD_PASSWORD.sub(lambda found: f"{found['name']}={MASK}", text)
     return text
+
+
+def _may_name_password(text: str) -> bool:
+    """Whether ``_KEYWORD_PASSWORD`` can match: a log line (``id=…``) is searched only when a name it looks for
+    is there, case-folded as the pattern's IGNORECASE compares (the long s, U+017F, is an ``s``)."""
+    folded = text.casefold()
+    return "pass" in folded or "pwd" in folded

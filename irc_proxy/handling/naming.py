@@ -51,12 +51,17 @@ def display(namespace: Sequence[str]) -> str:
     return ".".join(namespace)
 
 
+_FLAT_NAMES_KEPT = 4096
+
+
 class NamespaceCodec:
     """Maps namespace levels to flat backend names and back."""
 
     def __init__(self, separator: str) -> None:
         self.separator = separator
         self._reserved = {"%", ".", "/", separator}
+        self._flat: dict[tuple[str, ...], str] = {}
+        """Recent ``to_flat`` answers (every pointer read asks; escaping walks each character)."""
 
     def _escape(self, level: str) -> str:
         return "".join(
@@ -69,12 +74,22 @@ class NamespaceCodec:
         Raises:
             BadRequest: the namespace is empty, a level is empty or not a string, or the name is too long.
         """
+        key = tuple(namespace)
+        try:
+            flat = self._flat.get(key)
+        except TypeError:  # an unhashable level (a client's JSON): validate_namespace refuses it below
+            flat = None
+        if flat is not None:
+            return flat
         validate_namespace(namespace)
         flat = self.separator.join(self._escape(level) for level in namespace)
         if len(flat.encode()) > MAX_NAME_LENGTH:
             shown = display(namespace)
             shown = shown if len(shown) <= 80 else shown[:80] + "..."
             raise BadRequest(f"Namespace name is too long (over {MAX_NAME_LENGTH} bytes): {shown}")
+        if len(self._flat) >= _FLAT_NAMES_KEPT:
+            self._flat.clear()
+        self._flat[key] = flat
         return flat
 
     def from_flat(self, flat: str) -> Namespace:

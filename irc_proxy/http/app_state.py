@@ -119,7 +119,12 @@ def context_of(scope: MutableMapping[str, Any]) -> RequestContext | None:
 
 def request_context(connection: HTTPConnection) -> RequestContext:
     """The request's record (begun by ``middleware.Edge``; a bare one outside it, e.g. in unit tests)."""
-    state = connection.scope.setdefault("state", {})
+    return scope_context(connection.scope)
+
+
+def scope_context(scope: MutableMapping[str, Any]) -> RequestContext:
+    """The record of the request of ``scope`` (pure-ASGI code), as :func:`request_context`."""
+    state = scope.setdefault("state", {})
     found: RequestContext | None = state.get(_CONTEXT)
     if found is None:
         found = state[_CONTEXT] = RequestContext(request_id="")

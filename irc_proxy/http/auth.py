@@ -1,8 +1,8 @@
-"""Authentication over HTTP: the bearer-token middleware, ``POST /v1/oauth/tokens`` and the JWKS.
+"""Authentication over HTTP: the bearer-token check, ``POST /v1/oauth/tokens`` and the JWKS.
 
-The middleware asks the lifespan's ``authenticator`` (``irc_proxy.handling.security.authn``) who a token
-names and puts the answer in the request's record (``RequestContext.principal``, ``.roles``). Health, token and
-JWKS endpoints stay open. Tokens and secrets are never logged or echoed. Every token request is
+The check (run by ``http.gate.Gate``) asks the lifespan's ``authenticator`` (``irc_proxy.handling.security.authn``)
+who a token names and puts the answer in the request's record (``RequestContext.principal``, ``.roles``). Health,
+token and JWKS endpoints stay open. Tokens and secrets are never logged or echoed. Every token request is
 audited (``oauth.token``; refusals as denied, with the reason and source address) and its client id
 goes to the access log (``client=``); throttling itself lives in ``irc_proxy.handling.security.throttle``.
 """
@@ -16,14 +16,15 @@ from urllib.parse import parse_qs, quote, unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
 from irc_proxy.handling.security.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, TokenService
 from irc_proxy.http import parsing
-from irc_proxy.http.app_state import app_state, require
+from irc_proxy.http.app_state import app_state, require, scope_context
 from irc_proxy.http.console_cookie import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
 from irc_proxy.http.errors import NO_STORE, response_for
+from irc_proxy.http.headers import headers_of
 from irc_proxy.http.responses import json_response
 
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
@@ -43,28 +44,23 @@ def bearer_token(authorization: str) -> str | None:
 
 
 class Authentication:
-    """Refuse requests without a valid bearer token (when the mode requires one) with a 401."""
+    """Who sent the request (its bearer token, or the console's session cookie); a request without a valid token is
+    refused with a 401 when the mode requires one. A check the ``Gate`` runs on every request but the open paths."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
-            await self.app(scope, receive, send)
-            return
+    async def admit(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Note the caller in the request's record and return True, or answer the request and return False."""
+        path = scope["path"]
+        if path in OPEN_PATHS:
+            return True
         shared = require(scope)
         authenticator = shared.authenticator
-        authorization = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                authorization = value  # the last one, as a dict of the headers would keep
+        authorization = headers_of(scope).authorization
         token = bearer_token(authorization.decode("latin-1")) if authorization else None
-        console = scope["path"] == UI_PREFIX or scope["path"].startswith(f"{UI_PREFIX}/")
+        console = path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/")
         if console and token is None:  # the console's pages: the session cookie carries the token
             token = cookie_from_headers(scope["headers"], session_cookie(scope["scheme"]))
-            if scope["path"] in OPEN_UI_PATHS:
-                await self.app(scope, receive, send)
-                return
+            if path in OPEN_UI_PATHS:
+                return True
         principal = ANONYMOUS
         try:
             if token is not None:
@@ -76,25 +72,23 @@ class Authentication:
                 raise NotAuthenticated("Authentication required: send an OAuth2 bearer token")
         except NotAuthenticated as exc:
             if console:  # a person: to the sign-in form, then back here
-                target = quote(
-                    scope["path"] + ("?" + scope["query_string"].decode("latin-1") if scope["query_string"] else "")
-                )
+                target = quote(path + ("?" + scope["query_string"].decode("latin-1") if scope["query_string"] else ""))
                 await RedirectResponse(f"{UI_PREFIX}/login?next={target}", status_code=303)(scope, receive, send)
-                return
+                return False
             challenge = 'Bearer realm="irc-proxy"' + (', error="invalid_token"' if token else "")
             response = response_for(Request(scope), exc)
             response.headers["WWW-Authenticate"] = challenge
             await response(scope, receive, send)
-            return
+            return False
         except ServiceUnavailable as exc:
             await response_for(Request(scope), exc)(scope, receive, send)
-            return
-        context = parsing.context(Request(scope))
+            return False
+        context = scope_context(scope)
         context.principal, context.roles = principal.name, principal.roles
         if principal.grants is not None:  # a run credential: exactly its own grants
             context.grants = principal.grants
         context.authorization = authorization.decode("latin-1") if authorization else None
-        await self.app(scope, receive, send)
+        return True
 
 
 def _token_service(request: Request) -> TokenService:

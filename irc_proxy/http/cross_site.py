@@ -23,15 +23,15 @@ Refusals are the spec's error model: 403 ForbiddenException (host, origin), 400 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import response_for
+from irc_proxy.http.headers import RequestHeaders, headers_of
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 FORM_PATHS = frozenset({"/v1/oauth/tokens"})
@@ -93,80 +93,50 @@ def _same_origin(origin: str, host: str, scheme: str) -> bool:
 
 
 class CrossSiteGuard:
-    """Refuse requests another web site could have made a browser send (see the module docstring)."""
+    """Which requests another web site could have made a browser send (see the module docstring): plain checks
+    the ``Gate`` runs on every request before authentication."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str], allowed_origins: Iterable[str]) -> None:
-        self.app = app
+    def __init__(self, allowed_hosts: Iterable[str], allowed_origins: Iterable[str]) -> None:
         self.hosts = HostRule(allowed_hosts)
         self.origins = frozenset(origin.lower() for origin in allowed_origins)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
-            await self.app(scope, receive, send)
-            return
-        refusal = self.refusal(scope)
-        if refusal is None:
-            await self.app(scope, receive, send)
-            return
+    async def refuse(self, scope: Scope, receive: Receive, send: Send, refusal: CatalogError) -> None:
+        """Answer a request ``refusal`` says is refused (noted as denied in its audit note)."""
         request = Request(scope)
         parsing.context(request).audit.note("denied", refusal.message)
         await response_for(request, refusal)(scope, receive, send)
 
     def refusal(self, scope: Scope) -> CatalogError | None:
-        """What is wrong with this request's headers, if anything."""
-        sent = _Sent.of(scope["headers"])
-        if sent.host and not self.hosts.allows(sent.host):
-            return Forbidden("This server does not answer to that Host name (server.allowed_hosts)")
+        """What is wrong with this request's headers, if anything (nothing on the exempt paths)."""
         path, method = scope["path"], scope["method"]
+        if path in EXEMPT_PATHS:
+            return None
+        sent = headers_of(scope)
+        host = sent.host.decode("latin-1")
+        if host and not self.hosts.allows(host):
+            return Forbidden("This server does not answer to that Host name (server.allowed_hosts)")
+        origin = sent.origin.decode("latin-1")
         if path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/"):
             # Fetch metadata first: with the console's ``Referrer-Policy: no-referrer`` Chromium sends
             # ``Origin: null`` on its own forms. Browsers without it are judged by Origin (null refused).
             if sent.site:
                 foreign = sent.site not in _OWN_SITE
             else:
-                foreign = bool(sent.origin) and not _same_origin(sent.origin, sent.host, scope["scheme"])
+                foreign = bool(origin) and not _same_origin(origin, host, scope["scheme"])
             if method not in SAFE_METHODS and foreign:
                 return Forbidden("The console takes forms only from its own pages (cross-site request refused)")
             return None
-        return self._api_refusal(path, method, sent)
+        return self._api_refusal(path, method, origin, sent)
 
-    def _api_refusal(self, path: str, method: str, sent: _Sent) -> CatalogError | None:
-        if sent.origin and sent.origin.strip().lower() not in self.origins:
+    def _api_refusal(self, path: str, method: str, origin: str, sent: RequestHeaders) -> CatalogError | None:
+        if origin and origin.strip().lower() not in self.origins:
             return Forbidden("Requests from web pages of other origins are refused (server.allowed_origins)")
         if method in SAFE_METHODS:
             return None
-        if not sent.origin and sent.site in _FOREIGN_SITES:
+        if not origin and sent.site in _FOREIGN_SITES:
             return Forbidden("Cross-site requests are refused")
-        json_body = sent.content_type.partition(";")[0].strip().lower() == "application/json"
-        if path not in FORM_PATHS and (method == "POST" or sent.has_body) and not json_body:
+        content_type = sent.content_type.decode("latin-1")
+        json_body = content_type.partition(";")[0].strip().lower() == "application/json"
+        if path not in FORM_PATHS and (method == "POST" or sent.body_declared) and not json_body:
             return BadRequest(f"A {method} request must send its body as Content-Type: application/json")
         return None
-
-
-@dataclass
-class _Sent:
-    """The request headers the guard reads (the last of each, as a dict of the headers would keep)."""
-
-    host: str = ""
-    origin: str = ""
-    content_type: str = ""
-    site: bytes = b""
-    has_body: bool = False
-
-    @classmethod
-    def of(cls, headers: Iterable[tuple[bytes, bytes]]) -> _Sent:
-        sent = cls()
-        for name, value in headers:
-            if name == b"host":
-                sent.host = value.decode("latin-1")
-            elif name == b"origin":
-                sent.origin = value.decode("latin-1")
-            elif name == b"sec-fetch-site":
-                sent.site = value.lower()
-            elif name == b"content-type":
-                sent.content_type = value.decode("latin-1")
-            elif name == b"content-length":
-                sent.has_body = sent.has_body or value.strip() != b"0"
-            elif name == b"transfer-encoding":
-                sent.has_body = True
-        return sent

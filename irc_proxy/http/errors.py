@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -125,4 +127,28 @@ async def no_route(scope: Scope, receive: Receive, send: Send) -> None:
     raise errors.NotFound(unknown_path(scope.get("method", "GET"), scope.get("path", "")))
 
 
-EXCEPTION_HANDLERS = {errors.CatalogError: catalog_error, HTTPException: http_error, Exception: unexpected_error}
+ExceptionHandler = Callable[[Request, Exception], Awaitable[Response]]
+EXCEPTION_HANDLERS: dict[type[Exception], ExceptionHandler] = {
+    errors.CatalogError: catalog_error,
+    HTTPException: http_error,
+    Exception: unexpected_error,
+}
+
+
+ROUTE_HANDLERS: tuple[dict[Any, ExceptionHandler], dict[int, ExceptionHandler]] = (
+    {errors.CatalogError: catalog_error, HTTPException: http_error},
+    {},
+)
+"""What Starlette's per-route wrapper answers (``scope["starlette.exception_handlers"]``, as its
+``ExceptionMiddleware`` would set it): the domain errors, inside every middleware below ``Edge`` (an
+``Idempotency-Key`` keeps a 409). Anything else goes up to ``Edge``."""
+DOMAIN_ERRORS = (errors.CatalogError, HTTPException)
+
+
+async def error_answer(request: Request, exc: Exception) -> Response:
+    """The answer to ``exc``, raised while serving ``request``: the handler of its nearest class above."""
+    for cls in type(exc).__mro__:
+        handler = EXCEPTION_HANDLERS.get(cls)
+        if handler is not None:
+            return await handler(request, exc)
+    return await unexpected_error(request, exc)  # not an Exception subclass: never raised here

@@ -1,4 +1,4 @@
-"""Pure ASGI: a browser that opens the server's root (``GET /``) is sent to the console.
+"""A browser that opens the server's root (``GET /``) is sent to the console (a check the ``Gate`` runs).
 
 A person who starts the proxy and opens ``http://127.0.0.1:8181/`` would otherwise read a JSON 404. Only a
 request that asks for HTML (``Accept`` names ``text/html``, as every browser's navigation does) is redirected;
@@ -13,7 +13,7 @@ a signed-out person to its sign-in form).
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from irc_proxy.http.console_cookie import UI_PREFIX
 
@@ -30,20 +30,12 @@ def wants_html(scope: Scope) -> bool:
     return any(name == b"accept" and b"text/html" in value.lower() for name, value in scope["headers"])
 
 
-class ConsoleRedirect:
-    """``GET /`` or ``HEAD /`` asking for HTML: 302 to the console (only installed when the console is on)."""
+def to_console(scope: Scope) -> bool:
+    """Whether the request is ``GET /`` or ``HEAD /`` asking for HTML (only asked when the console is on)."""
+    return scope["path"] == "/" and scope["method"] in ("GET", "HEAD") and wants_html(scope)
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
-            and scope["path"] == "/"
-            and scope["method"] in ("GET", "HEAD")
-            and wants_html(scope)
-        ):
-            await send({"type": "http.response.start", "status": 302, "headers": _REDIRECT_HEADERS})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await self.app(scope, receive, send)
+async def redirect_to_console(send: Send) -> None:
+    """The 302 to the console."""
+    await send({"type": "http.response.start", "status": 302, "headers": _REDIRECT_HEADERS})
+    await send({"type": "http.response.body", "body": b""})

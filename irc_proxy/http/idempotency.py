@@ -74,13 +74,13 @@ class OutcomeStore(Protocol):
     async def release(self, principal: str, key: str, owner: str) -> None: ...
 
 
-_KEYED_METHODS = frozenset({"POST", "DELETE"})
+KEYED_METHODS = frozenset({"POST", "DELETE"})
 
 
 def _mutations() -> list[tuple[str, re.Pattern[str], str]]:
     patterns = []
     for op in OPERATIONS:
-        if op.method in _KEYED_METHODS and op.operation_id not in _NO_KEY:
+        if op.method in KEYED_METHODS and op.operation_id not in _NO_KEY:
             for template in (op.template, op.template.replace("/{prefix}", "")):
                 regex, _format, _convertors = compile_path(template)  # "{name}": one path segment
                 patterns.append((op.method, regex, op.operation_id))
@@ -136,7 +136,7 @@ class Idempotency:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in _KEYED_METHODS:  # reads: nothing to do
+        if scope["type"] != "http" or scope["method"] not in KEYED_METHODS:  # reads: nothing to do
             await self.app(scope, receive, send)
             return
         shared = from_scope(scope)

@@ -18,29 +18,17 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from irc_proxy.errors import PayloadTooLarge
-from irc_proxy.http.app_state import begin, context_of, from_scope
+from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.http.app_state import begin, from_scope
 from irc_proxy.http.audit import submit_record
-from irc_proxy.http.errors import response_for
+from irc_proxy.http.errors import ROUTE_HANDLERS, error_answer, response_for, unexpected_error
+from irc_proxy.http.headers import headers_of
 from irc_proxy.http.metrics import observe
 from irc_proxy.logs import REQUEST_ID
 from irc_proxy.text import field
 
 access_log = logging.getLogger("irc_proxy.access")
 _HTTP1 = frozenset({"1.0", "1.1"})
-
-
-def _request_headers(scope: Scope) -> tuple[bytes, bool]:
-    """The ``X-Request-Id`` the client sent (the last one; empty if none) and whether a body may follow."""
-    sent, body = b"", False
-    for name, value in scope["headers"]:
-        if name == b"x-request-id":
-            sent = value
-        elif name == b"content-length":
-            body = value != b"0"
-        elif name == b"transfer-encoding":
-            body = True
-    # HTTP/1.x without Content-Length or Transfer-Encoding has no body; HTTP/2 may send one regardless.
-    return sent, body or scope.get("http_version") not in _HTTP1
 
 
 def _route_path(raw_path: bytes) -> str:
@@ -66,6 +54,10 @@ class Edge:
       So the rest of the body (up to ``drain_limit`` bytes; a larger one still closes the
       connection) is read just before the last part of the response is sent. Requests without a
       body skip this;
+    - **errors**: a domain error an endpoint raises is answered where it is raised (``http.errors.ROUTE_HANDLERS``,
+      for the routes); any other exception raised before the answer began is answered here with the handler of
+      its class (``http.errors.error_answer``: the spec's error model, a 500 without internals for anything
+      unforeseen, logged once); one raised after is logged and goes on to the server, which cuts the connection;
     - afterwards: the request's **metrics** (``irc_proxy.http.metrics.observe``), its **audit
       record** (``irc_proxy.http.audit.submit_record``) and the **access log** line.
     """
@@ -79,14 +71,16 @@ class Edge:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        sent, has_body = _request_headers(scope)
-        request_id = sent.decode("latin-1")
+        sent = headers_of(scope)
+        has_body = sent.has_body
+        request_id = sent.request_id.decode("latin-1")
         if not (0 < len(request_id) <= 128 and request_id.isprintable()):
             request_id = secrets.token_hex(16)  # as uuid4().hex, a third of the cost
         id_header = (b"x-request-id", request_id.encode("latin-1"))
         context = begin(scope, request_id)
         raw_path = scope.get("raw_path")
         inner = dict(scope, path=_route_path(raw_path)) if raw_path else scope
+        inner["starlette.exception_handlers"] = ROUTE_HANDLERS  # Starlette's route wrappers answer domain errors
 
         if has_body:
             finished = False
@@ -113,24 +107,35 @@ class Edge:
                     drained += len((await tracking_receive()).get("body", b""))
             await send(message)
 
-        # Every log line of this request carries its id. Not reset: each request runs in its own task
-        # (context), and the error log of Starlette's outermost middleware runs after this one returns.
+        # Every log line of this request carries its id. Not reset: each request runs in its own task (context).
         REQUEST_ID.set(request_id)
         try:
             await self.app(inner, receive_app, edge_send)
+        except Exception as exc:
+            request = Request(inner, receive_app)
+            if context.status is not None:  # the answer had begun: logged, and the server cuts the connection
+                await unexpected_error(request, exc)
+                raise
+            response = await error_answer(request, exc)
+            await response(inner, receive_app, edge_send)
         finally:
-            status = context.status or 500
-            took = time.perf_counter() - started
-            shared = from_scope(scope)
-            observe(inner, status, took, shared.catalogs if shared is not None else None)
-            submit_record(shared, context, status, took * 1000)
-            if access_log.isEnabledFor(logging.INFO):
-                path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
-                client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
-                extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
-                access_log.info(  # the id may be the client's (X-Request-Id): one column, quoted unless plain
-                    "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, field(request_id), extra
-                )
+            _record(scope, inner, context, time.perf_counter() - started)
+
+
+def _record(scope: Scope, inner: Scope, context: RequestContext, took: float) -> None:
+    """After a request: its metrics, its audit record and its access log line."""
+    status = context.status or 500
+    shared = from_scope(scope)
+    observe(inner, status, took, shared.catalogs if shared is not None else None)
+    submit_record(shared, context, status, took * 1000)
+    if access_log.isEnabledFor(logging.INFO):
+        raw_path = scope.get("raw_path")
+        path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
+        client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
+        extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
+        access_log.info(  # the id may be the client's (X-Request-Id): one column, quoted unless plain
+            "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, field(context.request_id), extra
+        )
 
 
 class BodyLimit:
@@ -196,20 +201,19 @@ class BodyLimit:
 
 
 class CatalogApp(Starlette):
-    """Starlette, except that an unforeseen error it already answered is not re-raised to the server.
+    """Starlette without its own outer layers: ``Edge`` (the first middleware) answers errors itself.
 
-    Starlette's outermost middleware answers an error raised before the response started with the
-    500 of ``errors.unexpected_error`` (which logs it) and then re-raises it; the server would log
-    the same traceback again. An error after the response started was not answered: that one goes on.
+    Starlette wraps the middleware in its ``ServerErrorMiddleware`` and ``ExceptionMiddleware``: two coroutine
+    frames and ``send`` wrappers per request that only turn exceptions into answers. ``Edge`` does that with the
+    same handlers (``http.errors``) and sends the answer through its own ``send`` (so an error answer carries
+    ``X-Request-Id`` like any other); the catalog routes answer their domain errors in place (``routes.Handler``).
     """
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await super().__call__(scope, receive, send)  # a lifespan failure must reach the server
-            return
-        try:
-            await super().__call__(scope, receive, send)
-        except Exception:
-            context = context_of(scope)
-            if context is not None and context.status is not None:
-                raise
+    def build_middleware_stack(self) -> ASGIApp:
+        first: object = self.user_middleware[0].cls if self.user_middleware else None
+        if first is not Edge:
+            raise TypeError("CatalogApp needs Edge as its first middleware: it answers the errors")
+        app: ASGIApp = self.router
+        for cls, args, kwargs in reversed(self.user_middleware):
+            app = cls(app, *args, **kwargs)
+        return app

@@ -22,6 +22,7 @@ from irc_proxy.handling.security.context import RequestContext
 from irc_proxy.handling.tables.commit_limits import CommitLimits
 from irc_proxy.http import request_limits
 from irc_proxy.http.app_state import app_state, request_context
+from irc_proxy.http.headers import headers_of
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -66,6 +67,12 @@ context: Callable[[Request], RequestContext] = request_context
 """The request's typed record (``app_state.request_context``), under the name handlers know it by."""
 
 
+def if_none_match(request: Request) -> str | None:
+    """The request's ``If-None-Match`` (found in the edge's one pass over the headers)."""
+    value = headers_of(request.scope).if_none_match
+    return None if value is None else value.decode("latin-1")
+
+
 def principal(request: Request) -> str:
     """Who is calling, as the authentication middleware found it (``anonymous`` with ``auth.mode = "none"``)."""
     return context(request).principal
@@ -76,6 +83,7 @@ def roles(request: Request) -> tuple[str, ...]:
     return context(request).roles
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and the same namespaces come back request after request
 def decode_namespace(segment: str, separator: str) -> Namespace:
     """Decode a ``{namespace}`` path segment (routing is done on the raw, still-encoded path).
 

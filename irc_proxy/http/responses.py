@@ -25,6 +25,13 @@ def no_content() -> Response:
     return Response(status_code=204)
 
 
+def not_modified(tag: str) -> Response:
+    """304 with the ``ETag`` (all a 304 carries here: no body, no length, no type)."""
+    response = Response(status_code=304)
+    response.raw_headers = [(b"etag", tag.encode("latin-1"))]
+    return response
+
+
 def identifier(ident: TableIdent) -> dict[str, Any]:
     return {"namespace": list(ident.namespace), "name": ident.name}
 

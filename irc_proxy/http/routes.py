@@ -30,6 +30,7 @@ from irc_proxy.http.bodies import (
     UpdateNamespacePropertiesRequest,
     _Body,
 )
+from irc_proxy.http.errors import DOMAIN_ERRORS, error_answer
 from irc_proxy.http.parsing import catalog
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -140,6 +141,23 @@ async def unserved(request: Request) -> Response:
     raise Unsupported(f"{request.method} {template} is not supported by this server")
 
 
+class Handler:
+    """An endpoint as the route's ASGI app: Starlette's ``request_response`` without its wrapper of ``receive`` and
+    ``send``. A domain error is answered here, as that wrapper would (inside the middleware: an idempotent request
+    keeps its 409); anything else goes up to ``middleware.Edge``."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send)
+        try:
+            response = await self.endpoint(request)
+        except DOMAIN_ERRORS as exc:
+            response = await error_answer(request, exc)
+        await response(scope, receive, send)
+
+
 def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
     """Starlette routes: each template without the prefix first, then with it; then the unserved ones."""
     by_path: dict[str, dict[str, Operation]] = {}
@@ -149,8 +167,9 @@ def catalog_routes(operations: list[Operation]) -> list[BaseRoute]:
     for spec_template, handlers in by_path.items():
         template = spec_template.replace("{plan-id}", "{plan_id}")  # a Starlette parameter name
         methods = list(handlers) + (["HEAD"] if "GET" in handlers and "HEAD" not in handlers else [])
-        unprefixed.append(Route(template.replace("/{prefix}", ""), _dispatch(handlers), methods=list(set(methods))))
-        prefixed.append(Route(template, _dispatch(handlers), methods=list(set(methods))))
+        methods = list(set(methods))
+        unprefixed.append(Route(template.replace("/{prefix}", ""), Handler(_dispatch(handlers)), methods=methods))
+        prefixed.append(Route(template, Handler(_dispatch(handlers)), methods=methods))
     for template, verbs in UNSERVED.items():
         unprefixed.append(Route(template.replace("/{prefix}", ""), unserved, methods=verbs))
         prefixed.append(Route(template, unserved, methods=verbs))

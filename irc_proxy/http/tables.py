@@ -28,6 +28,7 @@ from irc_proxy.http.responses import (
     load_table_body,
     load_table_response,
     no_content,
+    not_modified,
 )
 
 
@@ -68,13 +69,13 @@ async def register_table(request: Request) -> Response:
 async def load_table(request: Request) -> Response:
     catalog = parsing.catalog(request)
     ident = parsing.table_param(request)
-    snapshots = request.query_params.get("snapshots") or "all"
+    snapshots = (request.query_params.get("snapshots") if request.scope["query_string"] else None) or "all"
     if snapshots not in ("all", "refs"):
         raise BadRequest(f"Invalid snapshots mode: {snapshots!r} (expected all or refs)")
     location = await catalog.tables.current_location(ident)  # one pointer read serves the ETag and the load
     tag = etag(location, snapshots)
-    if etag_matches(request.headers.get("if-none-match"), tag):
-        return Response(status_code=304, headers={"ETag": tag})
+    if etag_matches(parsing.if_none_match(request), tag):
+        return not_modified(tag)
     result = await table_loads.load_table(access.of(request), catalog, ident, location, credentials.asked(request))
     return _render(result, snapshots)
 

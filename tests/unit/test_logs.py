@@ -47,3 +47,14 @@ def test_a_json_line_is_one_line_and_keeps_the_message() -> None:
     line = JsonFormatter().format(record("refused %s", FORGED, exc=True))
     assert "\n" not in line and UNSAFE.search(line) is None
     assert json.loads(line)["message"] == f"refused {FORGED}"
+
+
+def test_the_time_of_a_text_line_is_the_standard_formatters_in_every_second() -> None:
+    # The formatter keeps the last second it formatted: records within it, across its boundary and back agree
+    # with logging's own formatter.
+    ours, standard = MaskingFormatter(TEXT_FORMAT), logging.Formatter(TEXT_FORMAT)
+    made = record("tick")
+    for created in (1_790_000_000.001, 1_790_000_000.999, 1_790_000_001.0, 1_790_000_000.5, 1_790_003_600.25):
+        made.created, made.msecs = created, int((created - int(created)) * 1000)
+        assert ours.formatTime(made) == standard.formatTime(made)
+        assert ours.formatTime(made, "%H:%M") == standard.formatTime(made, "%H:%M")

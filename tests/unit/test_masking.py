@@ -80,3 +80,10 @@ def test_mask_text_keeps_a_json_log_line_valid() -> None:
     masked = mask_text(line)
     assert "tok123" not in masked and "pw123" not in masked
     assert json.loads(masked)["message"].startswith("failed: ")
+
+
+@pytest.mark.parametrize("name", ["password", "PASSWD", "Pwd", "pa\u017fsword"])
+def test_mask_text_masks_keyword_passwords_in_any_case_the_pattern_matches(name: str) -> None:
+    # A log line is searched only when a name the pattern looks for is in it, compared case-folded as the
+    # pattern's IGNORECASE does (the long s is an s to it).
+    assert mask_text(f"GET /x id=1 dsn host=db {name}=pw123 user=irc") == f"GET /x id=1 dsn host=db {name}=*** user=irc"

@@ -11,6 +11,7 @@ of problem, never the file's content (pydantic quotes its input; ``describe_inva
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 import time
@@ -44,6 +45,7 @@ _UNUSABLE = (errno.ELOOP, errno.ENAMETOOLONG, errno.EINVAL, errno.ENXIO)
 """A symbolic-link loop, an overlong name, a socket: the client's path is wrong, not the storage."""
 
 
+@functools.lru_cache(maxsize=4096)  # pure; every warm load of a local table asks (to stat the metadata file)
 def local_path(location: str) -> str | None:
     """The file-system path of a ``file:`` or absolute location; None for object stores."""
     if location.startswith("file:"):
