@@ -61,6 +61,14 @@ def create(http: httpx.Client, ns: str, name: str, properties: dict[str, str]) -
     assert created.status_code == 200, created.text[:500]
 
 
+def audited_chars(proxy: ProxyProcess, run_id: str) -> int | None:
+    """How many characters the audit records of run ``run_id`` give their reasons (None: none written yet)."""
+    with sqlite3.connect(Path(proxy.workdir) / "data" / "state.db") as db:
+        query = "SELECT sum(length(reason)) FROM audit_record WHERE request_id = ?"
+        found: int | None = db.execute(query, (f"maintenance-{run_id}",)).fetchone()[0]
+    return found
+
+
 def test_a_body_of_invalid_policy_overrides_gives_bounded_run_results_and_audit(
     proxy: ProxyProcess, http: httpx.Client, ns_name: str
 ) -> None:
@@ -73,10 +81,7 @@ def test_a_body_of_invalid_policy_overrides_gives_bounded_run_results_and_audit(
     assert len(answer.content) < RUN_ANSWER_BOUND_BYTES, len(answer.content)
     warnings = result["results"]["expire-snapshots"]["policy-warnings"]
     assert len(warnings) == len(ICEBERG_PROPERTIES_ANY_CLIENT_SETS)  # each still named, its value cut short
-    with sqlite3.connect(Path(proxy.workdir) / "data" / "state.db") as db:
-        (audited,) = db.execute(
-            "SELECT sum(length(reason)) FROM audit_record WHERE request_id = ?", (f"maintenance-{run_id}",)
-        ).fetchone()
+    audited = wait_for(lambda: audited_chars(proxy, run_id), 30, "the run's audit records")  # written in batches
     assert 0 < audited < RUN_ANSWER_BOUND_BYTES, audited
 
 
