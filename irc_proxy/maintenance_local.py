@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -26,12 +27,15 @@ if TYPE_CHECKING:  # the server's modules are imported once the priority is lowe
 
 NICENESS = 10
 """How much lower than the serving process the child's CPU priority is."""
+OOM_SCORE_ADJ = 800
+"""How much likelier than others the kernel's OOM killer is to pick this child (-1000..1000; 0 is the default)."""
 LINE_LIMIT = 16 * 1024**2
 log = logging.getLogger("irc_proxy.maintenance")
 
 
 def main() -> int:
     os.nice(NICENESS)
+    _first_to_go()
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a library's print cannot corrupt the protocol
     begun = time.monotonic()
@@ -46,6 +50,15 @@ def main() -> int:
     configure_logging(settings.server.log_level, settings.server.log_format)
     asyncio.run(_serve(settings, out, begun))
     return 0
+
+
+def _first_to_go() -> None:
+    """Make this child the OOM killer's first pick. Why: a writer's table can make a job use much memory (wide rows,
+    large manifests); when the host runs out, the kernel kills the process with the most memory, which may be the
+    serving process (it holds the pointer cache, connections, every other request). Raising one's own score needs no
+    privilege; the run then fails with "killed by SIGKILL (out of memory, or killed)" and the server goes on."""
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w", encoding="ascii") as adj:
+        adj.write(str(OOM_SCORE_ADJ))  # OSError: not Linux, or /proc not mounted
 
 
 async def _serve(settings: Settings, out: IO[str], begun: float) -> None:

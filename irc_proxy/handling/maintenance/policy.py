@@ -55,6 +55,9 @@ def _milliseconds(raw: str) -> timedelta:
     return timedelta(milliseconds=int(raw))
 
 
+SHOWN_VALUE_CHARS = 64
+"""How much of a property's value a policy warning or a refusal quotes (``shown``)."""
+
 ICEBERG_PROPERTIES: Mapping[str, tuple[str, Callable[[str], Any]]] = {
     "max_snapshot_age": (MAX_SNAPSHOT_AGE_MS, _milliseconds),
     "min_snapshots_to_keep": (MIN_SNAPSHOTS_TO_KEEP, int),
@@ -111,7 +114,7 @@ def resolve(
             if problem is None:
                 sources[key] = source
             else:
-                warnings.append(f"{source}: {PREFIX}{key} = {raw!r} ignored: {problem}")
+                warnings.append(f"{source}: {PREFIX}{key} = {shown(raw)} ignored: {problem}")
     for key, (name, parse) in ICEBERG_PROPERTIES.items():
         if name in table:
             try:
@@ -121,12 +124,22 @@ def resolve(
             if problem is None:
                 sources[key] = f"table property {name}"
             else:
-                warnings.append(f"table: {name} = {table[name]!r} ignored: {problem}")
+                warnings.append(f"table: {name} = {shown(table[name])} ignored: {problem}")
     gc_enabled = table.get(GC_ENABLED, "true").strip().lower() != "false"
     if GC_ENABLED in table:
         sources["gc_enabled"] = f"table property {GC_ENABLED}"
     settings = CatalogMaintenanceSettings.model_validate(values)
     return Policy(settings, sources, gc_enabled, tuple(warnings))
+
+
+def shown(raw: str) -> str:
+    """A property's value as a warning or an error names it: its start only. Why: any client may set a value of
+    megabytes (``history.expire.max-snapshot-age-ms`` of millions of digits), and each job of each run repeats its
+    policy's warnings in its result, which crosses the child's pipe, is stored in the run and audited per job: in
+    full, one write would cost its size times the jobs in every run of the table."""
+    if len(raw) <= SHOWN_VALUE_CHARS:
+        return repr(raw)
+    return f"{raw[:SHOWN_VALUE_CHARS]!r}... ({len(raw)} characters)"
 
 
 def check_overrides(properties: Mapping[str, str]) -> None:
@@ -135,7 +148,7 @@ def check_overrides(properties: Mapping[str, str]) -> None:
     problems = []
     for key, raw in sorted(_overrides(properties).items()):
         if (problem := _override(CatalogMaintenanceSettings().model_dump(), key, raw)) is not None:
-            problems.append(f"{PREFIX}{key} = {raw!r}: {problem}")
+            problems.append(f"{PREFIX}{key} = {shown(raw)}: {problem}")
     if problems:
         raise BadRequest("Invalid maintenance properties: " + "; ".join(problems))
 

@@ -44,6 +44,11 @@ RESULT_MARKER = "IRC-PROXY-RESULT "
 DRIVER = Path(__file__).resolve().parents[2] / "maintenance_spark.py"
 CREDENTIAL_SLACK_SECONDS = 60
 STDERR_TAIL_CHARS = 2000
+KEPT_STDOUT_BYTES = 1024**2
+"""How much of the end of the driver's standard output is kept (its result line is the last)."""
+KEPT_STDERR_BYTES = 64 * 1024
+"""How much of the end of the driver's standard error is kept (a tail of it is logged when there is no result)."""
+READ_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,7 @@ class SparkExecutor:
             start_new_session=True,  # its own process group: the JVM dies with it
         )
         try:
-            out, err = await asyncio.wait_for(process.communicate(body), timeout)
+            out, err = await asyncio.wait_for(_communicate(process, body), timeout)
         except TimeoutError:
             _kill(process)
             await process.wait()
@@ -177,6 +182,35 @@ class SparkExecutor:
             if job not in results:
                 results[job] = {"status": "failed", "error": str(error or "the Spark driver did not run it")}
         return results
+
+
+async def _communicate(process: asyncio.subprocess.Process, body: bytes) -> tuple[bytes, bytes]:
+    """``process.communicate(body)`` keeping only the end of each output (``KEPT_*_BYTES``). Why: the driver may
+    print for up to ``spark_timeout`` (Spark's logs of a table whose every task fails, a cluster's ``spark-submit``),
+    and ``communicate`` would hold all of it in the serving process, twice while it joins the pieces."""
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+
+    async def feed(stdin: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it exited without reading: it says why
+            stdin.write(body)
+            await stdin.drain()
+            stdin.close()
+
+    out, err, _ = await asyncio.gather(
+        _tail(process.stdout, KEPT_STDOUT_BYTES), _tail(process.stderr, KEPT_STDERR_BYTES), feed(process.stdin)
+    )
+    await process.wait()
+    return out, err
+
+
+async def _tail(stream: asyncio.StreamReader, keep: int) -> bytes:
+    """Everything ``stream`` says until it closes, of which the last ``keep`` bytes are kept."""
+    kept = bytearray()
+    while chunk := await stream.read(READ_BYTES):
+        kept += chunk
+        if len(kept) > 2 * keep:  # trimmed now and then, not at every chunk
+            del kept[:-keep]
+    return bytes(kept[-keep:])
 
 
 def _result(stdout: str) -> dict[str, Any] | None:
