@@ -168,7 +168,20 @@ class DatabaseSink(_QueuedSink):
             conn.execute(insert(AuditRecordRow), rows)
 
     async def write(self, batch: Sequence[AuditRecord]) -> None:
-        await self._threads.run(self._insert, [dict(vars(record)) for record in batch])  # flat: no asdict copy
+        await self._threads.run(self._insert, [_storable(dict(vars(record))) for record in batch])  # no asdict copy
+
+
+def _storable(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with any text that is not valid Unicode (a lone surrogate, which Python's JSON decoding lets into a
+    ``str``) made storable: the database refuses it, and one such record made the sink drop its whole batch, other
+    callers' records with it. ASCII (nearly every record) is checked at the cost of ``isascii``."""
+    for key, value in row.items():
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                row[key] = value.encode(errors="backslashreplace").decode()
+    return row
 
 
 def cloudevent(record: AuditRecord) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from irc_proxy.errors import NotAuthenticated, ServiceUnavailable, TokenRequestError
+from irc_proxy.errors import BadRequest, NotAuthenticated, ServiceUnavailable, TokenRequestError
 from irc_proxy.handling.security.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, TokenService
 from irc_proxy.http import parsing
 from irc_proxy.http.app_state import app_state, require, scope_context
@@ -54,7 +54,8 @@ class Authentication:
             return True
         shared = require(scope)
         authenticator = shared.authenticator
-        authorization = headers_of(scope).authorization
+        sent = headers_of(scope)
+        authorization = sent.authorization
         token = bearer_token(authorization.decode("latin-1")) if authorization else None
         console = path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/")
         if console and token is None:  # the console's pages: the session cookie carries the token
@@ -63,6 +64,8 @@ class Authentication:
                 return True
         principal = ANONYMOUS
         try:
+            if sent.authorizations > 1:  # a singleton field (RFC 9110): which one is the caller's?
+                raise BadRequest("Send one Authorization header, not several")
             if token is not None:
                 principal = await authenticator.authenticate(token)
                 revocations = shared.revocations
@@ -80,7 +83,7 @@ class Authentication:
             response.headers["WWW-Authenticate"] = challenge
             await response(scope, receive, send)
             return False
-        except ServiceUnavailable as exc:
+        except (ServiceUnavailable, BadRequest) as exc:
             await response_for(Request(scope), exc)(scope, receive, send)
             return False
         context = scope_context(scope)

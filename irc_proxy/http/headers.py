@@ -20,6 +20,7 @@ class RequestHeaders:
 
     __slots__ = (
         "authorization",
+        "authorizations",
         "body_declared",
         "content_type",
         "has_body",
@@ -38,6 +39,9 @@ class RequestHeaders:
         """``Sec-Fetch-Site``, lower case."""
         self.content_type = b""
         self.authorization = b""
+        self.authorizations = 0
+        """How many ``Authorization`` headers were sent: more than one is refused (``http.auth``), as Starlette's
+        ``Headers.get`` reads the first and this scan keeps the last, so two would name two callers."""
         self.if_none_match: bytes | None = None
         """The first ``If-None-Match`` (as Starlette's ``Headers.get`` reads it), None when none was sent."""
         self.body_declared = False
@@ -56,6 +60,7 @@ def headers_of(scope: MutableMapping[str, Any]) -> RequestHeaders:
     for name, value in scope["headers"]:
         if name == b"authorization":
             sent.authorization = value
+            sent.authorizations += 1
         elif name == b"host":
             sent.host = value
         elif name == b"content-type":

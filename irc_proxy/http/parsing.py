@@ -169,16 +169,31 @@ INLINE_BODY_BYTES = 64 * 1024
 """Bodies up to this size are parsed on the event loop (about a millisecond); larger ones in a worker thread."""
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape: only a body holding one can decode to a lone surrogate."""
+
+
 def decode_json(raw: bytes, max_depth: int) -> Any:
-    """Parse a JSON body whose nesting is checked first (deeper than ``max_depth`` is a 400)."""
+    """Parse a JSON body whose nesting is checked first (deeper than ``max_depth`` is a 400).
+
+    A lone surrogate escape (``"\\ud800"``) is valid JSON but no text: Python decodes it into a ``str`` that
+    cannot be encoded as UTF-8, so a name holding one failed deep inside (a 500), and its audit record made the
+    database sink drop the whole batch it was in (other callers' records with it). Such a body is a 400 here.
+    """
     request_limits.check_depth(raw, max_depth)
     try:
         try:
-            return json.loads(raw)
+            data = json.loads(raw)
         except UnicodeDecodeError:
             # Iceberg Java's HTTPClient sends bodies as ISO-8859-1 (`new StringEntity(body)`, unfixed as of
             # 2026-08, apache/iceberg#17646): `café` arrives as one 0xE9 byte. Read it as Java wrote it.
-            return json.loads(raw.decode("latin-1"))
+            data = json.loads(raw.decode("latin-1"))
+        if _SURROGATE_ESCAPE.search(raw):  # rare (a pair is fine): then check the text exactly
+            try:
+                json.dumps(data, ensure_ascii=False).encode()
+            except UnicodeEncodeError:
+                raise BadRequest("Malformed request body: a string holds a lone UTF-16 surrogate") from None
+        return data
     except json.JSONDecodeError as exc:
         raise BadRequest(f"Malformed request body: not valid JSON ({exc})") from None
     except RecursionError:  # not reached after the depth check; kept so that it can never be a 500
