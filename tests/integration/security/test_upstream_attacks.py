@@ -7,6 +7,7 @@ and answers a table load as the test scripts it (a gzip or zstd bomb, a body its
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -19,7 +20,9 @@ import httpx
 import pytest
 import zstandard
 
+from irc_proxy.backends.rest.transport import LeanTransport
 from tests.support.federation import rest_catalog, start_front
+from tests.support.scripted_http import ScriptedServer, answer
 from tests.support.server import ProxyProcess
 
 _LOADED = json.dumps({"metadata-location": "s3://b/t/metadata/1.json", "metadata": {}}).encode()
@@ -149,3 +152,22 @@ def test_a_body_its_encoding_does_not_decode_is_the_upstreams_fault(front: Proxy
     assert "Content-Encoding" in reply.json()["error"]["message"]
     fine = httpx.get(f"{front.url}/v1/fed/namespaces/mine/tables/t", timeout=60)
     assert (fine.status_code, fine.content) == (200, _LOADED)
+
+
+def test_an_answer_framed_both_ways_is_read_by_transfer_encoding_and_its_connection_not_reused() -> None:
+    """Content-Length and Transfer-Encoding together (RFC 9112 6.3: handle as an error): whatever sits between
+    the proxy and the upstream may have framed it by the length, so the next caller must not read that tail."""
+    both = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+
+    async def run() -> tuple[list[bytes], int]:
+        async with ScriptedServer([both, answer(200, _LOADED)]) as server:
+            pool = LeanTransport(
+                tls=httpx.create_ssl_context(), pool_size=1, keepalive_expiry=5, max_response_bytes=1 << 20
+            )
+            async with httpx.AsyncClient(transport=pool, timeout=5) as client:
+                bodies = [(await client.get(f"{server.url}/v1/{n}")).content for n in range(2)]
+            return bodies, server.connections
+
+    bodies, connections = asyncio.run(run())
+    assert bodies == [b"abc", _LOADED]
+    assert connections == 2  # was 1: the second request rode the connection the odd answer came on
