@@ -29,7 +29,7 @@ import httpx
 
 from irc_proxy.backends.base import UpstreamConfig
 from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
-from irc_proxy.backends.rest.decoding import decode
+from irc_proxy.backends.rest.decoding import ACCEPTED, decode
 from irc_proxy.backends.rest.transport import LeanTransport, ResponseTooLarge
 from irc_proxy.errors import BadRequest, CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
@@ -120,6 +120,7 @@ class RestUpstream:
             transport=pool,
             timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
             follow_redirects=False,
+            headers={"Accept-Encoding": ACCEPTED},
         )
         # Requests go straight to the pool: the client's send() adds auth/redirect/hook loops and an INFO
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
