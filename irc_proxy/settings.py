@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -750,6 +751,17 @@ RESERVED_PRINCIPALS = frozenset({"anonymous", "irc-proxy"})
 """Principal names no client may have (``handling.security.authn.RESERVED_NAMES``; a unit test keeps them equal)."""
 
 
+def is_reserved_principal(name: str) -> bool:
+    """Whether ``name`` reads as a reserved principal: compared after NFKC, dropping invisible format characters
+    and surrounding whitespace, and case-folding.
+
+    Why not an exact match: ``IRC-Proxy``, ``irc-proxy `` or ``irc\u200b-proxy`` are other principals to the
+    grants but the same name to a person reading an audit record, which is what the reservation protects.
+    """
+    visible = "".join(ch for ch in unicodedata.normalize("NFKC", name) if unicodedata.category(ch) != "Cf")
+    return visible.strip().casefold() in RESERVED_PRINCIPALS
+
+
 class AuthClient(_Strict):
     """A client of the ``oauth2`` mode's token endpoint; only a hash of its secret is configured."""
 
@@ -767,7 +779,7 @@ class AuthClient(_Strict):
     def _principal_defaults_to_id(self) -> AuthClient:
         if not self.secret_hash.get_secret_value().startswith("scrypt$"):
             raise ValueError("secret_hash: not a hash from `irc-proxy auth hash-secret`")
-        if (self.principal or self.id) in RESERVED_PRINCIPALS:
+        if is_reserved_principal(self.principal or self.id):
             raise ValueError(f"principal: {self.principal or self.id!r} is reserved (the proxy itself, or no token)")
         return self if self.principal else self.model_copy(update={"principal": self.id})
 

@@ -176,10 +176,15 @@ class Connection:
         finally:
             link.busy = False
         extra, _ = parser.trailing_data
-        if parser.our_state is h11.DONE and parser.their_state is h11.DONE and not extra and not link.chunks:
+        framed_twice = "transfer-encoding" in response.headers and "content-length" in response.headers
+        done = parser.our_state is h11.DONE and parser.their_state is h11.DONE
+        if done and not extra and not link.chunks and not framed_twice:
             parser.start_next_cycle()
         else:
-            self.close()  # Connection: close, or an answer that ended the connection
+            # Connection: close, an answer that ended the connection, or one framed both by Content-Length and
+            # Transfer-Encoding (RFC 9112 6.3: a sign of response splitting; something between us and the
+            # upstream may have framed it the other way, so what follows on the connection is not trusted)
+            self.close()
         return response
 
     async def _read(

@@ -22,15 +22,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 from urllib.request import getproxies
 
 import httpx
 
 from irc_proxy.backends.base import UpstreamConfig
 from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
+from irc_proxy.backends.rest.decoding import ACCEPTED, decode
 from irc_proxy.backends.rest.transport import LeanTransport, ResponseTooLarge
-from irc_proxy.errors import CommitStateUnknown, ServiceUnavailable
+from irc_proxy.errors import BadRequest, CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
 from irc_proxy.threads import ThreadRunner
 
@@ -119,6 +120,7 @@ class RestUpstream:
             transport=pool,
             timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
             follow_redirects=False,
+            headers={"Accept-Encoding": ACCEPTED},
         )
         # Requests go straight to the pool: the client's send() adds auth/redirect/hook loops and an INFO
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
@@ -226,6 +228,7 @@ class RestUpstream:
         parsing a URL was a tenth of the CPU a forwarded request costs the proxy."""
         url = self._urls.get(tail)
         if url is None:
+            _refuse_dot_segments(tail)
             if len(self._urls) >= _URL_CACHE:
                 self._urls.clear()
             url = self._urls[tail] = httpx.URL(self.uri + tail)
@@ -242,13 +245,18 @@ class RestUpstream:
         while True:
             try:
                 return await self._exchange(request)
-            except ResponseTooLarge as exc:
-                too_large = f"answered with more than {self._max_response >> 20} MB (max_response_mb)"
+            except (ResponseTooLarge, httpx.DecodingError) as exc:
+                # a garbled Content-Encoding is the upstream's fault like an oversized answer (not a 500 of ours)
+                unusable = (
+                    f"answered with more than {self._max_response >> 20} MB (max_response_mb)"
+                    if isinstance(exc, ResponseTooLarge)
+                    else "answered with a body its Content-Encoding does not decode"
+                )
                 if ambiguous:
                     raise CommitStateUnknown(
-                        f"The upstream catalog of {self.name} {too_large}; the commit may or may not have been applied"
+                        f"The upstream catalog of {self.name} {unusable}; the commit may or may not have been applied"
                     ) from exc
-                raise ServiceUnavailable(f"The upstream catalog of {self.name} {too_large}") from exc
+                raise ServiceUnavailable(f"The upstream catalog of {self.name} {unusable}") from exc
             except _NOT_SENT as exc:
                 raise ServiceUnavailable(
                     f"The upstream catalog of {self.name} is unreachable ({type(exc).__name__})"
@@ -283,6 +291,20 @@ class RestUpstream:
         return response
 
 
+def _refuse_dot_segments(tail: str) -> None:
+    """Raise BadRequest if a path segment is ``.`` or ``..`` (also percent-encoded).
+
+    Why: names a caller sends (a table, a view, a one-level namespace) become path segments as they are, and
+    a URL's dot segments are resolved before sending (httpx does; a server that decodes ``%2E`` may too).
+    ``DELETE …/namespaces/mine/tables/..`` would reach the upstream as ``DELETE …/namespaces/mine`` (dropping
+    the namespace on a table drop's authorization), ``…/tables/.`` as an unfiltered listing, a namespace
+    ``..`` as the catalog's root endpoints (a rename of anything). No Iceberg name needs to be a dot segment.
+    """
+    for segment in tail.split("?", 1)[0].split("/"):
+        if len(segment) <= 6 and unquote(segment) in (".", ".."):  # "%2E%2E" at most
+            raise BadRequest(f"A name may not be {unquote(segment)!r}: it would change the path sent upstream")
+
+
 def _pool(settings: RestCatalogSettings, lean: bool) -> httpx.AsyncBaseTransport:
     """The connection pool to the upstream (see the module docstring for which one)."""
     if lean:
@@ -304,14 +326,20 @@ def _pool(settings: RestCatalogSettings, lean: bool) -> httpx.AsyncBaseTransport
 
 
 async def _read_whole(response: httpx.Response, limit: int) -> None:
-    """``response.aread()`` that stops at ``limit`` decoded bytes: a compressed answer cannot inflate past it."""
+    """``response.aread()`` that stops at ``limit`` bytes read and ``limit`` bytes decoded: a compressed answer
+    cannot inflate past it, not even for a moment (``decoding``)."""
+    if hasattr(response, "_content"):  # built already read (an injected transport's): as aiter_bytes() takes it
+        if len(response.content) > limit:
+            raise ResponseTooLarge(f"the answer is larger than {limit} bytes")
+        return
     chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.aiter_raw():
         size += len(chunk)
         if size > limit:
             raise ResponseTooLarge(f"the answer is larger than {limit} bytes")
         chunks.append(chunk)
-    response._content = b"".join(chunks)  # what aread() keeps; .content and .json() read it
+    encodings = response.headers.get_list("content-encoding", split_commas=True)
+    response._content = decode(b"".join(chunks), encodings, limit)  # what aread() keeps; .content, .json() read it
 
 
 def _message(response: httpx.Response) -> str:

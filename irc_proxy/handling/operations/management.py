@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irc_proxy.errors import BadRequest, NoSuchWarehouse, NotFound
-from irc_proxy.handling.security.authn import RESERVED_NAMES, hash_secret
+from irc_proxy.handling.security.authn import hash_secret
 from irc_proxy.handling.security.authz import (
     ANY_CATALOG,
     Authorizer,
@@ -32,6 +32,7 @@ from irc_proxy.handling.security.authz import (
     grant_target,
 )
 from irc_proxy.handling.security.sessions import ClientDirectory
+from irc_proxy.settings import is_reserved_principal
 from irc_proxy.stores.authz import AuthzStore
 from irc_proxy.threads import ThreadRunner
 
@@ -97,7 +98,7 @@ class Management:
         """Create a principal holding ``roles`` (with a client secret if ``credentials``, by default when this
         proxy issues tokens). All or nothing: a missing role is BadRequest, an existing name AlreadyExists."""
         valid_name(name, "principal")
-        if name in RESERVED_NAMES:
+        if is_reserved_principal(name):
             raise BadRequest(
                 f"The principal name {name!r} is reserved: audit records name the proxy itself or a caller "
                 "without a token with it"

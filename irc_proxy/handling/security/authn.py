@@ -24,6 +24,7 @@ from joserfc.jwt import ClaimsOption
 from irc_proxy.errors import NotAuthenticated, TokenRequestError
 from irc_proxy.handling.security.sessions import Client, ClientDirectory, Revocations
 from irc_proxy.handling.security.throttle import Busy, HashGate, LoginThrottle
+from irc_proxy.settings import is_reserved_principal
 
 if TYPE_CHECKING:
     from irc_proxy.handling.security.authz import Grants
@@ -54,9 +55,10 @@ def unreserved(principal: Principal) -> Principal:
     """``principal``, unless a token names a reserved principal.
 
     Raises:
-        NotAuthenticated: the token names ``irc-proxy`` or ``anonymous``.
+        NotAuthenticated: the token names ``irc-proxy`` or ``anonymous`` (in any case, padded or disguised by
+            invisible characters: ``settings.is_reserved_principal``).
     """
-    if principal.name in RESERVED_NAMES:
+    if is_reserved_principal(principal.name):
         raise NotAuthenticated(f"Invalid bearer token: the principal name {principal.name!r} is reserved")
     return principal
 
