@@ -128,4 +128,7 @@ async def run(request: Request, fn: Callable[[Deadline], R]) -> R:
         async with _one_at_a_time(_who(request)):
             return await runner.run(fn, due)
     due.check()
-    raise PageTooCostly(f"The console is busy: no page could be built within {due.seconds:g} s (server.ui_page_budget_seconds); try again")
+    raise PageTooCostly(
+        f"The console is busy: no page could be built within {due.seconds:g} s (server.ui_page_budget_seconds); "
+        "try again"
+    )
