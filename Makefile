@@ -13,6 +13,9 @@ BROWSER_DEBS := chromium
 BENCH_DEBS := wrk
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
+# `make test` runs on this many pytest-xdist workers, one module per worker at a time (tests/conftest.py);
+# TEST_WORKERS=0 runs everything in this one process.
+TEST_WORKERS ?= 2
 
 .PHONY: serve test fast lint typecheck check bench bench-quick bench-deps clean system-deps docs docs-build
 
@@ -47,7 +50,7 @@ system-deps:
 ## Install test dependencies (Python, Java pieces) and run the whole suite.
 test: $(TEST_STAMP) system-deps
 	$(PY) -m tests.e2e.spark_jars >/dev/null
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 ## The fast lane (CI runs it first, under 3 minutes): lint, types, unit tests and the behaviour suite on the
 ## embedded local catalog on SQLite only (IRC_BEHAVIOUR_BACKENDS, tests/behaviour/conftest.py).

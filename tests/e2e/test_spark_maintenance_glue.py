@@ -48,7 +48,7 @@ WRITER = "glue_maint_e2e"  # the Spark catalog of the test's own session
 BUCKET = "irc-spark-maintenance-glue"
 JOBS = ["rewrite-data-files", "rewrite-manifests", "expire-snapshots"]
 RUN_SECONDS = 300
-APPENDS = 20
+APPENDS = 10
 V3_APPENDS = 6
 
 
