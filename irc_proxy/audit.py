@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, insert
 
+from irc_proxy.logs import info
 from irc_proxy.settings import AuditSettings, AuditWebhookSettings
 from irc_proxy.stores.tables import AuditRecordRow
 from irc_proxy.threads import ThreadRunner
@@ -280,7 +281,7 @@ class Auditor:
             return
         try:
             if self.settings.log:
-                audit_log.info("%s", json.dumps(record.as_json()))
+                info(audit_log, "%s", json.dumps(record.as_json()))
             for sink in self.sinks:
                 sink.offer(record)
         except Exception:  # the request must not fail because of its audit record

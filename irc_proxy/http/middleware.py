@@ -24,7 +24,7 @@ from irc_proxy.http.audit import submit_record
 from irc_proxy.http.errors import ROUTE_HANDLERS, error_answer, response_for, unexpected_error
 from irc_proxy.http.headers import headers_of
 from irc_proxy.http.metrics import observe
-from irc_proxy.logs import REQUEST_ID
+from irc_proxy.logs import REQUEST_ID, info
 from irc_proxy.text import field
 
 access_log = logging.getLogger("irc_proxy.access")
@@ -133,8 +133,15 @@ def _record(scope: Scope, inner: Scope, context: RequestContext, took: float) ->
         path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
         client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
         extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
-        access_log.info(  # the id may be the client's (X-Request-Id): one column, quoted unless plain
-            "%s %s %d %.1fms id=%s%s", scope["method"], path, status, took * 1000, field(context.request_id), extra
+        info(  # the id may be the client's (X-Request-Id): one column, quoted unless plain
+            access_log,
+            "%s %s %d %.1fms id=%s%s",
+            scope["method"],
+            path,
+            status,
+            took * 1000,
+            field(context.request_id),
+            extra,
         )
 
 

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import logging.handlers
 import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
-from irc_proxy.logs import REQUEST_ID, TEXT_FORMAT, JsonFormatter, MaskingFormatter, RequestIdFilter
+import pytest
+
+from irc_proxy.logs import (
+    REQUEST_ID,
+    TEXT_FORMAT,
+    JsonFormatter,
+    MaskingFormatter,
+    RequestIdFilter,
+    configure_logging,
+    info,
+)
 from irc_proxy.text import UNSAFE
 
 FORGED = "x\n2026-01-01 00:00:00,000 INFO [-] irc_proxy.access GET /v1/forged 200\x1b[2J\x85\u2028\u202e"
@@ -58,3 +73,79 @@ def test_the_time_of_a_text_line_is_the_standard_formatters_in_every_second() ->
         made.created, made.msecs = created, int((created - int(created)) * 1000)
         assert ours.formatTime(made) == standard.formatTime(made)
         assert ours.formatTime(made, "%H:%M") == standard.formatTime(made, "%H:%M")
+
+
+# The access log's own lane (``logs.info``): the same bytes as logging's, and logging itself whenever the set-up
+# is not the one ``configure_logging`` made.
+ACCESS = "%s %s %d %.1fms id=%s%s"
+ACCESS_ARGS = ("GET", "/v1/x?u=https://u:pw@h/p?token=s3cret", 200, 1.25, "id-1", f" client={FORGED}")
+
+
+@pytest.fixture
+def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], io.StringIO]]:
+    """``configure_logging`` writing to a buffer, at a fixed moment; logging's set-up restored afterwards."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logging.getLogRecordFactory()
+    monkeypatch.setattr(time, "time", lambda: 1_790_000_000.25)
+
+    def configure(log_format: str) -> io.StringIO:
+        configure_logging("info", log_format)  # type: ignore[arg-type]
+        buffer = io.StringIO()
+        cast(logging.StreamHandler[Any], root.handlers[0]).setStream(buffer)
+        return buffer
+
+    yield configure
+    root.handlers[:], _, factory = saved
+    root.setLevel(saved[1])
+    logging.setLogRecordFactory(factory)
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_the_access_lane_writes_what_logging_writes(configured: Callable[[str], io.StringIO], log_format: str) -> None:
+    buffer = configured(log_format)
+    access = logging.getLogger("irc_proxy.access")
+    token = REQUEST_ID.set("rid 1")
+    try:
+        info(access, ACCESS, *ACCESS_ARGS)
+        access.info(ACCESS, *ACCESS_ARGS)
+    finally:
+        REQUEST_ID.reset(token)
+    fast, standard = buffer.getvalue().splitlines()
+    assert fast == standard
+    assert "s3cret" not in fast and ":pw@" not in fast and UNSAFE.search(fast) is None
+
+
+def test_the_access_lane_yields_to_any_other_set_up(configured: Callable[[str], io.StringIO]) -> None:
+    buffer = configured("text")
+    access = logging.getLogger("irc_proxy.access")
+    root_handler = logging.getLogger().handlers[0]
+
+    # A handler of the user's own on the access logger gets the record (and ours too, through propagation).
+    mine = logging.handlers.BufferingHandler(10)
+    access.addHandler(mine)
+    try:
+        info(access, ACCESS, *ACCESS_ARGS)
+    finally:
+        access.removeHandler(mine)
+    assert [record.args for record in mine.buffer] == [ACCESS_ARGS]
+    assert buffer.getvalue().count("\n") == 1
+
+    # A filter on our handler is asked, and may drop the line.
+    dropped = logging.Filter("nobody")
+    root_handler.addFilter(dropped)
+    info(access, ACCESS, *ACCESS_ARGS)
+    root_handler.removeFilter(dropped)
+    assert buffer.getvalue().count("\n") == 1
+
+    # Another formatter is used.
+    root_handler.setFormatter(logging.Formatter("custom %(message)s"))
+    info(access, ACCESS, "GET", "/v1/x", 200, 1.25, "id-1", "")
+    assert buffer.getvalue().splitlines()[-1] == "custom GET /v1/x 200 1.2ms id=id-1"
+
+    # A raised level silences it.
+    access.setLevel(logging.WARNING)
+    try:
+        info(access, ACCESS, *ACCESS_ARGS)
+    finally:
+        access.setLevel(logging.NOTSET)
+    assert buffer.getvalue().count("\n") == 2
