@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -36,8 +36,25 @@ CALLER_AUTHORIZATION: ContextVar[str | None] = ContextVar("caller_authorization"
 """The ``Authorization`` header of the request being served (set by the HTTP layer)."""
 
 
+class Signable(Protocol):
+    """What a strategy sees of a request (``messages.Outgoing``; an ``httpx.Request`` is one too)."""
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def url(self) -> object:
+        """The full URL (its text is what SigV4 signs)."""
+
+    @property
+    def headers(self) -> MutableMapping[str, str]:
+        """Lower-case names (``httpx.Headers`` ignores case): strategies set lower-case ones."""
+
+    @property
+    def content(self) -> bytes: ...
+
+
 class UpstreamAuth(Protocol):
-    async def apply(self, request: httpx.Request) -> None:
+    async def apply(self, request: Signable) -> None:
         """Add credentials to an outgoing request. Raises ServiceUnavailable if none can be had."""
 
     def invalidate(self) -> bool:
@@ -51,7 +68,7 @@ class UpstreamAuth(Protocol):
 class NoAuth:
     proxy_credentials = True
 
-    async def apply(self, request: httpx.Request) -> None:
+    async def apply(self, request: Signable) -> None:
         return None
 
     def invalidate(self) -> bool:
@@ -64,8 +81,8 @@ class StaticToken:
     def __init__(self, token: str) -> None:
         self._header = f"Bearer {token}"
 
-    async def apply(self, request: httpx.Request) -> None:
-        request.headers["Authorization"] = self._header
+    async def apply(self, request: Signable) -> None:
+        request.headers["authorization"] = self._header
 
     def invalidate(self) -> bool:
         return False
@@ -95,12 +112,12 @@ class ClientCredentials:
             return None
         return self._token
 
-    async def apply(self, request: httpx.Request) -> None:
+    async def apply(self, request: Signable) -> None:
         access = self._fresh()
         if access is None:
             async with self._lock:
                 access = self._fresh() or await self._fetch()
-        request.headers["Authorization"] = f"Bearer {access}"
+        request.headers["authorization"] = f"Bearer {access}"
 
     def invalidate(self) -> bool:
         self._token = None
@@ -144,7 +161,7 @@ class SigV4:
         self._signing_name = settings.signing_name
         self._region = settings.region
 
-    async def apply(self, request: httpx.Request) -> None:
+    async def apply(self, request: Signable) -> None:
         credentials = self._credentials
         if isinstance(credentials, RefreshableCredentials) and credentials.refresh_needed():
             frozen = await self._threads.run(credentials.get_frozen_credentials)
@@ -159,7 +176,7 @@ class SigV4:
         SigV4Auth(frozen, self._signing_name, self._region).add_auth(aws)
         for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-SHA256"):
             if name in aws.headers:
-                request.headers[name] = aws.headers[name]
+                request.headers[name.lower()] = aws.headers[name]
 
     def invalidate(self) -> bool:
         return False
@@ -176,11 +193,11 @@ class CallerToken:
     def proxy_credentials(self) -> bool:
         return not self._used_caller.get()
 
-    async def apply(self, request: httpx.Request) -> None:
+    async def apply(self, request: Signable) -> None:
         caller = CALLER_AUTHORIZATION.get()
         if caller and caller.lower().startswith("bearer ") and caller[7:].strip() not in ("", "None"):
             self._used_caller.set(True)
-            request.headers["Authorization"] = caller
+            request.headers["authorization"] = caller
             return
         self._used_caller.set(False)
         await self._fallback.apply(request)

@@ -20,7 +20,7 @@ import httpx
 from pyiceberg.io import FileIO, load_file_io
 
 from irc_proxy import errors
-from irc_proxy.backends.base import Capability, Listing, Properties
+from irc_proxy.backends.base import Capability, Listing, Properties, UpstreamAnswer
 from irc_proxy.backends.rest.upstream import RestUpstream
 from irc_proxy.masking import mask_url
 from irc_proxy.settings import RestCatalogSettings
@@ -29,7 +29,7 @@ from irc_proxy.threads import ThreadRunner
 NS = "namespaces/{namespace}"
 
 
-def upstream_error(response: httpx.Response) -> errors.CatalogError:
+def upstream_error(response: UpstreamAnswer) -> errors.CatalogError:
     """The domain error for an upstream error answer (``errors.from_error_body``)."""
     return errors.from_error_body(response.status_code, response.content)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import select
 import ssl
-from typing import cast
+from typing import NamedTuple, cast
 
 import h11
 import httpx
@@ -31,6 +31,22 @@ _MAX_HEADERS = 100 << 10
 
 class ResponseTooLarge(httpx.TransportError):
     """The upstream's answer passed the catalog's ``max_response_mb``; the connection is dropped."""
+
+
+class Received(NamedTuple):
+    """An answer as it came: the status, the headers as sent (names in their case), the body still encoded."""
+
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    http_version: bytes
+    reason: bytes
+
+    @property
+    def framed_twice(self) -> bool:
+        """Framed both by ``Content-Length`` and ``Transfer-Encoding`` (see ``Connection.exchange``)."""
+        names = {name.lower() for name, _ in self.headers}
+        return b"transfer-encoding" in names and b"content-length" in names
 
 
 class _Link(asyncio.Protocol):
@@ -83,17 +99,28 @@ class _Link(asyncio.Protocol):
             self.transport.resume_reading()
         return chunks
 
-    async def wait(self) -> None:
-        """Until something arrives, the connection ends or writing may go on."""
-        self._waiter = asyncio.get_running_loop().create_future()
+    async def wait(self, timeout: float | None) -> None:
+        """Until something arrives, the connection ends or writing may go on; TimeoutError after ``timeout``
+        seconds. One timer per wait: ``asyncio.timeout`` around the exchange and rescheduled after every wait
+        cost twice the timers and a few percent of a forwarded request's CPU."""
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
         try:
-            await self._waiter
+            await waiter
         finally:
             self._waiter = None
+            if timer is not None:
+                timer.cancel()
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class Connection:
@@ -103,6 +130,8 @@ class Connection:
         self._link = link
         self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEADERS)
         self.idle_since = 0.0
+        self._poll: select.poll | None = None
+        """The socket registered once for ``_readable`` (a poll object per check was a few syscalls more)."""
 
     @classmethod
     async def open(cls, host: str, port: int, tls: ssl.SSLContext | None, timeout: float | None) -> Connection:
@@ -126,7 +155,22 @@ class Connection:
             return False
         if now - self.idle_since >= expiry:
             return False
-        return not _readable(link.transport)  # what the kernel knows and the loop has not read yet
+        return not self._readable(link.transport)  # what the kernel knows and the loop has not read yet
+
+    def _readable(self, transport: asyncio.Transport) -> bool:
+        """Whether the socket has something to read (the upstream wrote or hung up) without reading it."""
+        try:
+            if self._poll is None:
+                sock = transport.get_extra_info("socket")
+                if sock is None:
+                    return False
+                if not hasattr(select, "poll"):
+                    return bool(select.select([sock.fileno()], [], [], 0)[0])
+                self._poll = select.poll()
+                self._poll.register(sock.fileno(), select.POLLIN)
+            return bool(self._poll.poll(0))
+        except (OSError, ValueError):
+            return True
 
     @property
     def closed(self) -> bool:
@@ -137,9 +181,18 @@ class Connection:
         if self._link.transport is not None:
             self._link.transport.close()
 
-    async def exchange(self, request: httpx.Request, body: bytes, timeout: float | None, limit: int) -> httpx.Response:
-        """Send ``request`` and read its whole answer; ``timeout`` bounds each wait for the peer.
+    async def exchange(
+        self,
+        method: bytes,
+        target: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        timeout: float | None,
+        limit: int,
+    ) -> Received:
+        """Send a request and read its whole answer; ``timeout`` bounds each wait for the peer.
 
+        ``headers`` must frame ``body`` (``Content-Length``) and name the ``Host``; h11 validates them.
         On success the connection is ready for the next request, or closed if either side will not keep it.
         On any failure it is closed.
         """
@@ -147,20 +200,17 @@ class Connection:
         link.busy = True
         writing = True
         try:
-            async with asyncio.timeout(timeout) as deadline:
-                url = request.url
-                head = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
-                out = [parser.send(head)]
-                if body:
-                    out.append(parser.send(h11.Data(data=body)))
-                out.append(parser.send(h11.EndOfMessage()))
-                if link.transport is None or link.transport.is_closing():
-                    raise httpx.WriteError("the connection was closed before the request was written")
-                link.transport.writelines(out)
-                while link.write_paused and not link.ended:
-                    await link.wait()
-                writing = False
-                response = await self._read(parser, link, deadline, timeout, limit)
+            out = [parser.send(h11.Request(method=method, target=target, headers=headers))]
+            if body:
+                out.append(parser.send(h11.Data(data=body)))
+            out.append(parser.send(h11.EndOfMessage()))
+            if link.transport is None or link.transport.is_closing():
+                raise httpx.WriteError("the connection was closed before the request was written")
+            link.transport.write(b"".join(out))
+            while link.write_paused and not link.ended:
+                await link.wait(timeout)
+            writing = False
+            received = await self._read(parser, link, timeout, limit)
         except TimeoutError as exc:
             self.close()
             raise (httpx.WriteTimeout if writing else httpx.ReadTimeout)(f"no progress within {timeout} s") from exc
@@ -176,41 +226,37 @@ class Connection:
         finally:
             link.busy = False
         extra, _ = parser.trailing_data
-        framed_twice = "transfer-encoding" in response.headers and "content-length" in response.headers
         done = parser.our_state is h11.DONE and parser.their_state is h11.DONE
-        if done and not extra and not link.chunks and not framed_twice:
+        if done and not extra and not link.chunks and not received.framed_twice:
             parser.start_next_cycle()
         else:
             # Connection: close, an answer that ended the connection, or one framed both by Content-Length and
             # Transfer-Encoding (RFC 9112 6.3: a sign of response splitting; something between us and the
             # upstream may have framed it the other way, so what follows on the connection is not trusted)
             self.close()
-        return response
+        return received
 
-    async def _read(
-        self, parser: h11.Connection, link: _Link, deadline: asyncio.Timeout, timeout: float | None, limit: int
-    ) -> httpx.Response:
-        loop = asyncio.get_running_loop()
+    async def _read(self, parser: h11.Connection, link: _Link, timeout: float | None, limit: int) -> Received:
         head: h11.Response | None = None
         body: list[bytes] = []
         size, heard = 0, False
+        if not link.chunks and not link.ended:
+            await link.wait(timeout)  # nothing can be parsed before the answer starts arriving
         while True:
+            if link.chunks:  # fed before asking h11, which spares it a call that could only answer NEED_DATA
+                heard = True
+                for chunk in link.take():
+                    parser.receive_data(chunk)
             event = parser.next_event()
             if event is h11.NEED_DATA:
-                if link.chunks:
-                    heard = True
-                    for chunk in link.take():
-                        parser.receive_data(chunk)
-                elif link.ended:
+                if link.ended and not link.chunks:
                     if not heard:
                         if isinstance(link.error, OSError):
                             raise httpx.ReadError(str(link.error)) from link.error
                         raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
                     parser.receive_data(b"")  # h11 tells a complete close-delimited body from a truncated one
-                else:
-                    await link.wait()
-                    if timeout is not None:
-                        deadline.reschedule(loop.time() + timeout)
+                elif not link.chunks:
+                    await link.wait(timeout)
             elif isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > limit:
@@ -220,29 +266,10 @@ class Connection:
                 head = event
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None  # h11 orders the events
-                return httpx.Response(
-                    head.status_code,
-                    headers=head.headers.raw_items(),
-                    stream=httpx.ByteStream(b"".join(body)),
-                    extensions={"http_version": b"HTTP/" + head.http_version, "reason_phrase": head.reason},
-                )
+                raw = head.headers.raw_items()
+                return Received(head.status_code, raw, b"".join(body), head.http_version, head.reason)
             elif isinstance(event, h11.ConnectionClosed):
                 raise httpx.RemoteProtocolError("Server disconnected without sending a complete response.")
             elif event is h11.PAUSED:  # cannot come before EndOfMessage; never spin on it
                 raise httpx.RemoteProtocolError("the answer ended in an unexpected state")
             # h11.InformationalResponse (1xx): the final answer follows
-
-
-def _readable(transport: asyncio.Transport) -> bool:
-    """Whether the socket has something to read (the upstream wrote or hung up) without reading it."""
-    sock = transport.get_extra_info("socket")
-    if sock is None:
-        return False
-    try:
-        if hasattr(select, "poll"):
-            poller = select.poll()
-            poller.register(sock.fileno(), select.POLLIN)
-            return bool(poller.poll(0))
-        return bool(select.select([sock.fileno()], [], [], 0)[0])
-    except (OSError, ValueError):
-        return True

@@ -3,7 +3,9 @@ discovery and transport errors translated into the domain's.
 
 The pool is ``transport.LeanTransport`` (HTTP/1.1 over h11, a fraction of httpcore's CPU per request) unless
 HTTP/2 may apply (``http2`` on an ``https://`` upstream) or an HTTP proxy comes from the environment: then
-httpx's own. Answers are read whole, at most ``max_response_mb`` (decoded) of them.
+httpx's own. The lean pool is called with bytes (``messages.Outgoing`` in, ``messages.Answer`` out, no httpx
+objects on the way); httpx's objects are built only where httpx sends (its pool, its proxy routing, a transport
+injected by tests). Answers are read whole, at most ``max_response_mb`` (decoded) of them.
 
 A request that never left (connect refused or timed out, no pooled connection free) is
 ``ServiceUnavailable``. A request that may have reached the upstream and got no answer (read or
@@ -21,7 +23,7 @@ import ssl
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, unquote
 from urllib.request import getproxies
 
@@ -30,7 +32,8 @@ import httpx
 from irc_proxy.backends.base import UpstreamConfig
 from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
 from irc_proxy.backends.rest.decoding import ACCEPTED, decode
-from irc_proxy.backends.rest.transport import LeanTransport, ResponseTooLarge
+from irc_proxy.backends.rest.messages import Answer, Outgoing, joined
+from irc_proxy.backends.rest.transport import LeanTransport, Origin, ResponseTooLarge, Timeouts
 from irc_proxy.errors import BadRequest, CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
 from irc_proxy.threads import ThreadRunner
@@ -69,6 +72,9 @@ LEGACY_VIEW_ENDPOINTS = frozenset(
 )
 _URL_CACHE = 1024
 """Parsed upstream URLs kept (``RestUpstream._url``); all are dropped when it is full."""
+_LENGTH_ALWAYS = frozenset({"POST", "PUT", "PATCH"})
+"""Methods httpx sends ``Content-Length: 0`` with when there is no body."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 
 
@@ -126,10 +132,17 @@ class RestUpstream:
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
         # (which the client routes through) they take the client's way.
         self._pool: httpx.AsyncBaseTransport | None = None if proxied and not transport else pool
+        self._lean = self._pool if isinstance(self._pool, LeanTransport) else None
+        """The lean pool, called with bytes (``_exchange``); None: requests go through httpx."""
+        base = httpx.URL(self.uri)
+        self._origin: Origin = (base.scheme, base.host, base.port or _DEFAULT_PORTS.get(base.scheme, 0))
+        self._timeouts = Timeouts(settings.connect_timeout_seconds, settings.timeout_seconds, settings.timeout_seconds)
+        self._defaults = {"host": base.netloc.decode("ascii")} | dict(self._client.headers.items())
+        """The headers httpx would send on every request, in its order (``Host`` first)."""
         self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client, threads)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()
-        self._urls: dict[str, httpx.URL] = {}
+        self._targets: dict[str, _Target] = {}
 
     def _oauth2_endpoint(self) -> str:
         if self._token_endpoint:
@@ -205,7 +218,7 @@ class RestUpstream:
         headers: Sequence[tuple[str, str]] = (),
         content: bytes = b"",
         ambiguous: bool = False,
-    ) -> httpx.Response:
+    ) -> Answer:
         """Send one request to ``<uri><path>?<query>`` and return the answer, whatever its status.
 
         Raises:
@@ -213,38 +226,58 @@ class RestUpstream:
                 or refused the proxy's own credentials.
             CommitStateUnknown: an ambiguous request may have reached the upstream and got no answer.
         """
-        url = self._url(path + ("?" + query.decode("latin-1") if query else ""))
-        response = await self._send_once(method, url, headers, content, ambiguous)
-        if response.status_code == 401 and self._auth.proxy_credentials and self._auth.invalidate():
-            response = await self._send_once(method, url, headers, content, ambiguous)
-        if response.status_code == 401 and self._auth.proxy_credentials:
+        target = self._target(path + ("?" + query.decode("latin-1") if query else ""))
+        answer = await self._send_once(method, target, headers, content, ambiguous)
+        if answer.status_code == 401 and self._auth.proxy_credentials and self._auth.invalidate():
+            answer = await self._send_once(method, target, headers, content, ambiguous)
+        if answer.status_code == 401 and self._auth.proxy_credentials:
             raise ServiceUnavailable(
-                f"The upstream catalog of {self.name} refused the proxy's credentials (401): {_message(response)}"
+                f"The upstream catalog of {self.name} refused the proxy's credentials (401): {_message(answer)}"
             )
-        return response
+        return answer
 
-    def _url(self, tail: str) -> httpx.URL:
+    def _target(self, tail: str) -> _Target:
         """``<uri><tail>`` parsed, from a bounded cache: the same tables are loaded again and again, and
         parsing a URL was a tenth of the CPU a forwarded request costs the proxy."""
-        url = self._urls.get(tail)
-        if url is None:
+        target = self._targets.get(tail)
+        if target is None:
             _refuse_dot_segments(tail)
-            if len(self._urls) >= _URL_CACHE:
-                self._urls.clear()
-            url = self._urls[tail] = httpx.URL(self.uri + tail)
-        return url
+            if len(self._targets) >= _URL_CACHE:
+                self._targets.clear()
+            url = httpx.URL(self.uri + tail)
+            target = self._targets[tail] = _Target(url, str(url), url.raw_path)
+        return target
+
+    def _headers(self, method: str, headers: Sequence[tuple[str, str]], content: bytes) -> dict[str, str]:
+        """What goes upstream: httpx's defaults (``Host``, ``Accept``, ...) under ``headers`` (repeated names
+        joined), the request id, and the body's own framing (``Content-Length`` where httpx sets one)."""
+        passed: dict[str, str] = {}
+        for raw_name, value in headers:
+            name = raw_name.lower()
+            passed[name] = f"{passed[name]}, {value}" if name in passed else value
+        sent = self._defaults | passed
+        sent.pop("transfer-encoding", None)
+        if content or method in _LENGTH_ALWAYS:
+            sent["content-length"] = str(len(content))
+        else:
+            sent.pop("content-length", None)
+        if (request_id := REQUEST_ID.get()) is not None:
+            sent["x-request-id"] = request_id
+        return sent
 
     async def _send_once(
-        self, method: str, url: httpx.URL, headers: Sequence[tuple[str, str]], content: bytes, ambiguous: bool
-    ) -> httpx.Response:
-        request = self._client.build_request(method, url, headers=list(headers), content=content or None)
-        if (request_id := REQUEST_ID.get()) is not None:
-            request.headers["X-Request-Id"] = request_id
+        self, method: str, target: _Target, headers: Sequence[tuple[str, str]], content: bytes, ambiguous: bool
+    ) -> Answer:
+        request = Outgoing(method, target.text, self._headers(method, headers, content), content)
+        if self._client.cookies:  # what an upstream (a sticky load balancer) set earlier
+            with_jar = httpx.Request(method, target.url)
+            self._client.cookies.set_cookie_header(with_jar)
+            request.headers["cookie"] = with_jar.headers["cookie"]
         await self._auth.apply(request)
         retry_read = method in ("GET", "HEAD")
         while True:
             try:
-                return await self._exchange(request)
+                return await self._exchange(request, target)
             except (ResponseTooLarge, httpx.DecodingError) as exc:
                 # a garbled Content-Encoding is the upstream's fault like an oversized answer (not a 500 of ours)
                 unusable = (
@@ -274,9 +307,30 @@ class RestUpstream:
                     f"The upstream catalog of {self.name} did not answer ({type(exc).__name__})"
                 ) from exc
 
-    async def _exchange(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` and read the whole answer, at most ``max_response_mb`` of it decoded (what
-        ``AsyncClient.send`` does, minus its extras)."""
+    async def _exchange(self, request: Outgoing, target: _Target) -> Answer:
+        """Send ``request`` and read the whole answer, at most ``max_response_mb`` of it decoded."""
+        if self._lean is None:
+            return await self._exchange_httpx(request, target)
+        raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
+        received = await self._lean.exchange(
+            self._origin, request.method.encode(), target.raw, raw, request.content, self._timeouts
+        )
+        headers = joined(received.headers)
+        encodings = headers.get("content-encoding")
+        content = decode(received.body, encodings.split(","), self._max_response) if encodings else received.body
+        if "set-cookie" in headers:  # kept as the client keeps them (sticky load balancers)
+            cookies = httpx.Response(
+                received.status, headers=received.headers, request=httpx.Request("GET", target.url)
+            )
+            self._client.cookies.extract_cookies(cookies)
+        return Answer(received.status, headers, content)
+
+    async def _exchange_httpx(self, outgoing: Outgoing, target: _Target) -> Answer:
+        """``_exchange`` through httpx (what ``AsyncClient.send`` does, minus its extras): an HTTP proxy from the
+        environment, HTTP/2, or a transport injected by tests."""
+        request = self._client.build_request(
+            outgoing.method, target.url, headers=list(outgoing.headers.items()), content=outgoing.content or None
+        )
         if self._pool is None:
             response = await self._client.send(request, stream=True)
         else:
@@ -288,7 +342,15 @@ class RestUpstream:
             await response.aclose()
         if self._pool is not None and "set-cookie" in response.headers:
             self._client.cookies.extract_cookies(response)  # as the client keeps them (sticky load balancers)
-        return response
+        return Answer.of(response)
+
+
+class _Target(NamedTuple):
+    """One upstream URL: parsed (httpx's way), as text (what SigV4 signs) and as the request target sent."""
+
+    url: httpx.URL
+    text: str
+    raw: bytes
 
 
 def _refuse_dot_segments(tail: str) -> None:
@@ -342,7 +404,7 @@ async def _read_whole(response: httpx.Response, limit: int) -> None:
     response._content = decode(b"".join(chunks), encodings, limit)  # what aread() keeps; .content, .json() read it
 
 
-def _message(response: httpx.Response) -> str:
+def _message(response: Answer) -> str:
     """The upstream's error message (never its headers), shortened."""
     try:
         error = response.json().get("error", {})

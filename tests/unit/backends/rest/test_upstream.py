@@ -258,4 +258,4 @@ def test_parsed_urls_are_reused_and_their_cache_stays_bounded() -> None:
     run(client, steps)
     assert seen[0] == "http://upstream.test/api/v1/namespaces/n/tables/t0?snapshots=refs"
     assert seen[-1] == seen[-2]
-    assert 0 < len(client._urls) <= 1024
+    assert 0 < len(client._targets) <= 1024

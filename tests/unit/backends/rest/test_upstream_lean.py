@@ -154,3 +154,23 @@ def test_answers_through_httpx_pool_are_bounded_too() -> None:
                 await upstream.close()
 
     asyncio.run(run())
+
+
+def test_the_lean_pool_sends_what_httpx_would_and_keeps_cookies() -> None:
+    """The forwarder's own request type (no ``httpx.Request``) carries the same headers httpx's client did: its
+    defaults, ``Content-Length: 0`` on an empty POST, forwarded headers (repeated ones joined), the request id,
+    and cookies an upstream set, sent back on the next request."""
+
+    async def steps(upstream: RestUpstream, server: ScriptedServer) -> None:
+        with upstream.calling(None, "req-1"):
+            first = await upstream.send("GET", "/v1/a", headers=[("Accept", "a/b"), ("if-none-match", '"x"')])
+            await upstream.send("POST", "/v1/b", headers=[("if-none-match", '"y"'), ("If-None-Match", '"z"')])
+        assert (first.status_code, first.headers["etag"], first.content) == (200, '"e1"', TABLE)
+        get, post = (head.decode("latin-1").lower().split("\r\n") for head in server.heads)
+        assert get[0] == "get /v1/a http/1.1" and f"host: 127.0.0.1:{server.url.rsplit(':', 1)[1]}" in get
+        sent = {"accept: a/b", 'if-none-match: "x"', "accept-encoding: gzip, deflate", "x-request-id: req-1"}
+        assert sent <= set(get)
+        assert not any(line.startswith(("content-length", "cookie")) for line in get)
+        assert {"content-length: 0", 'if-none-match: "y", "z"', "cookie: lb=node-2"} <= set(post)
+
+    scenario([answer(200, TABLE, ("etag", '"e1"'), ("set-cookie", "lb=node-2; Path=/"))], steps)
