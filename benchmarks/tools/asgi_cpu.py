@@ -28,7 +28,7 @@ import pstats
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,9 @@ def scope_for(path: str, headers: list[tuple[bytes, bytes]], state: dict[str, An
     }
 
 
-def caller(app: ASGIApp, headers: list[tuple[bytes, bytes]], state: dict[str, Any]) -> Call:
+def caller(
+    app: ASGIApp, headers: list[tuple[bytes, bytes]], state: dict[str, Any], path: str = PATH, method: str = "GET"
+) -> Call:
     """One request through ``app``; returns the status (the body is dropped, as a server would send it)."""
 
     async def receive() -> Message:
@@ -94,7 +96,9 @@ def caller(app: ASGIApp, headers: list[tuple[bytes, bytes]], state: dict[str, An
             if message["type"] == "http.response.start":
                 status = message["status"]
 
-        await app(scope_for(PATH, headers, state), receive, send)
+        scope = scope_for(path, headers, state)
+        scope["method"] = method
+        await app(scope, receive, send)
         return status
 
     return call
@@ -166,16 +170,21 @@ def bare_app(body: bytes) -> ASGIApp:
     return module.app
 
 
+def served_app(config: Path) -> ASGIApp:
+    """The app of ``config`` with logging configured as ``irc-proxy serve`` does, written to /dev/null."""
+    settings = load_settings(config, environ={})
+    configure_logging(settings.server.log_level, settings.server.log_format)
+    devnull = open(os.devnull, "w")  # noqa: SIM115 (open for the run)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(devnull)
+    return create_app(settings)
+
+
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="irc-asgi-cpu-") as tmp:
         workdir = Path(tmp)
-        settings = load_settings(write_config(workdir), environ={})
-        configure_logging(settings.server.log_level, settings.server.log_format)
-        devnull = open(os.devnull, "w")  # noqa: SIM115 (open for the run)
-        for handler in logging.getLogger().handlers:
-            if isinstance(handler, logging.StreamHandler):
-                handler.setStream(devnull)
-        app = create_app(settings)
+        app = served_app(write_config(workdir))
         async with _lifespan(app) as state:
             body = await prepare(workdir, app, state)
             tag = await _etag(app, state)
@@ -217,9 +226,16 @@ async def _etag(app: ASGIApp, state: dict[str, Any]) -> bytes:
 
 
 async def profile(call: Call, expected: int, requests: int, top: int) -> None:
-    profiler = cProfile.Profile()
+    await profiled(cpu_us(call, expected, requests), top)
+
+
+async def profiled(work: Awaitable[object], top: int) -> None:
+    """cProfile ``work``, timed by process CPU (a send on loopback may hand the CPU to the peer at once, which a
+    wall-clock profile would charge to whatever function made the system call); print the ``top`` functions by
+    cumulative and by own time."""
+    profiler = cProfile.Profile(time.process_time)
     profiler.enable()
-    await cpu_us(call, expected, requests)
+    await work
     profiler.disable()
     for order in ("cumulative", "tottime"):
         out = io.StringIO()
@@ -233,13 +249,17 @@ def cli() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", choices=["200", "304", "bare"], help="cProfile one workload instead")
     parser.add_argument("--top", type=int, default=40, help="functions shown per profile order")
-    args = parser.parse_args()
+    run_loop(main(parser.parse_args()))
+
+
+def run_loop(work: Coroutine[object, object, None]) -> None:
+    """Run ``work`` on the event loop the proxy would use (uvloop when available)."""
     if use_uvloop("auto"):
         import uvloop
 
-        uvloop.run(main(args))
+        uvloop.run(work)
     else:
-        asyncio.run(main(args))
+        asyncio.run(work)
 
 
 if __name__ == "__main__":

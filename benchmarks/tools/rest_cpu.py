@@ -19,12 +19,6 @@ It prints microseconds per request (best round and median); ``--profile`` runs c
 from __future__ import annotations
 
 import argparse
-import asyncio
-import cProfile
-import io
-import logging
-import os
-import pstats
 import statistics
 import tempfile
 import time
@@ -32,14 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from pyiceberg.catalog.rest import RestCatalog
-from starlette.types import ASGIApp, Message
+from starlette.types import ASGIApp
 
 from benchmarks.support import SCHEMA, rows
-from benchmarks.tools.asgi_cpu import HEADERS, Call, scope_for
-from irc_proxy.app import APP_STATE_KEY, create_app
-from irc_proxy.cli_serve import use_uvloop
-from irc_proxy.logs import configure_logging
-from irc_proxy.settings import load_settings
+from benchmarks.tools.asgi_cpu import HEADERS, Call, caller, profiled, run_loop, served_app
+from irc_proxy.app import APP_STATE_KEY
 from tests.support.federation import front_config, rest_catalog, start_remote, token
 from tests.support.server import write_config
 
@@ -59,24 +50,7 @@ async def cpu_us(call: Call, expected: int, requests: int) -> tuple[float, float
 
 def app_caller(app: ASGIApp, method: str, state: dict[str, Any]) -> Call:
     """One request through ``app``; returns the status."""
-
-    async def receive() -> Message:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def call() -> int:
-        status = 0
-
-        async def send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-
-        scope = scope_for(FRONT_PATH, HEADERS, state)
-        scope["method"] = method
-        await app(scope, receive, send)
-        return status
-
-    return call
+    return caller(app, HEADERS, state, FRONT_PATH, method)
 
 
 def upstream_caller(upstream: Any) -> Call:
@@ -102,13 +76,7 @@ async def main(args: argparse.Namespace) -> None:
             for i in range(5):
                 table.append(rows(100, i * 100))
             front = Path(tmp) / "front"
-            settings = load_settings(write_config(front, front_config(rest_catalog("remote", remote.url))), environ={})
-            configure_logging(settings.server.log_level, settings.server.log_format)
-            devnull = open(os.devnull, "w")  # noqa: SIM115 (open for the run)
-            for handler in logging.getLogger().handlers:
-                if isinstance(handler, logging.StreamHandler):
-                    handler.setStream(devnull)
-            app = create_app(settings)
+            app = served_app(write_config(front, front_config(rest_catalog("remote", remote.url))))
             from tests.support.in_process import _lifespan
 
             async with _lifespan(app) as state:
@@ -145,16 +113,7 @@ def _upstream(state: dict[str, Any]) -> Any:
 
 
 async def profile(call: Call, expected: int, requests: int, top: int) -> None:
-    """cProfile timed by process CPU: a send on loopback may hand the CPU to the remote at once, which a
-    wall-clock profile would charge to whatever function made the system call."""
-    profiler = cProfile.Profile(time.process_time)
-    profiler.enable()
-    await cpu_us(call, expected, requests)
-    profiler.disable()
-    for order in ("cumulative", "tottime"):
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).strip_dirs().sort_stats(order).print_stats(top)
-        print(out.getvalue())
+    await profiled(cpu_us(call, expected, requests), top)
 
 
 def cli() -> None:
@@ -163,13 +122,7 @@ def cli() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", choices=["get", "head", "send"], help="cProfile one workload instead")
     parser.add_argument("--top", type=int, default=40, help="functions shown per profile order")
-    args = parser.parse_args()
-    if use_uvloop("auto"):
-        import uvloop
-
-        uvloop.run(main(args))
-    else:
-        asyncio.run(main(args))
+    run_loop(main(parser.parse_args()))
 
 
 if __name__ == "__main__":
