@@ -18,7 +18,9 @@ PYTEST_ARGS ?=
 # else). Each lane runs its modules in order in one process, as a single run would. LANES=1 runs one process.
 LANES ?= 2
 ENGINE_LANE := tests/e2e tests/integration/test_schemathesis.py tests/integration/test_trash.py \
-	tests/integration/test_maintenance_cli.py tests/integration/test_cli.py
+	tests/integration/test_maintenance_cli.py tests/integration/test_cli.py \
+	tests/integration/test_replica_rollout.py tests/integration/test_glue_specifics.py \
+	tests/integration/test_server_workers.py
 LANE_TMP ?= /tmp/irc-proxy-lanes
 
 .PHONY: serve test fast lint typecheck check bench bench-quick bench-deps clean system-deps docs docs-build
