@@ -15,13 +15,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 # `make test` runs two pytest processes side by side (the machine has two CPUs): the engine lane (the Spark,
 # Java, browser and client tests of tests/e2e, and a few long modules to balance it) and the main lane (everything
-# else). Each lane runs its modules in order in one process, as a single run would. LANES=1 runs one process.
+# else). Each lane runs its modules in order in one process, as a single run would, in its own temporary folder
+# (two runs at once never share one). LANES=1 runs one process.
 LANES ?= 2
 ENGINE_LANE := tests/e2e tests/integration/test_schemathesis.py tests/integration/test_trash.py \
 	tests/integration/test_maintenance_cli.py tests/integration/test_cli.py \
 	tests/integration/test_replica_rollout.py tests/integration/test_glue_specifics.py \
 	tests/integration/test_server_workers.py
-LANE_TMP ?= /tmp/irc-proxy-lanes
 
 .PHONY: serve test fast lint typecheck check bench bench-quick bench-deps clean system-deps docs docs-build
 
@@ -59,13 +59,13 @@ test: $(TEST_STAMP) system-deps
 ifeq ($(LANES),1)
 	$(PY) -m pytest $(PYTEST_ARGS)
 else
-	@rm -rf $(LANE_TMP) && mkdir -p $(LANE_TMP)
 	@echo "engine lane: $(ENGINE_LANE) (its output follows the main lane's)"
-	@( $(PY) -m pytest $(ENGINE_LANE) --basetemp=$(LANE_TMP)/engines $(PYTEST_ARGS) >$(LANE_TMP)/engines.log 2>&1; \
-	   echo $$? >$(LANE_TMP)/engines.rc ) & \
-	$(PY) -m pytest $(addprefix --ignore=,$(ENGINE_LANE)) --basetemp=$(LANE_TMP)/main $(PYTEST_ARGS); main=$$?; \
-	wait; echo "---- engine lane ----"; cat $(LANE_TMP)/engines.log; engines=$$(cat $(LANE_TMP)/engines.rc); \
-	echo "main lane exit $$main, engine lane exit $$engines"; [ $$main = 0 ] && [ $$engines = 0 ]
+	@lanes=$$(mktemp -d "$${TMPDIR:-/tmp}/irc-proxy-lanes.XXXXXX"); \
+	( $(PY) -m pytest $(ENGINE_LANE) --basetemp=$$lanes/engines $(PYTEST_ARGS) >$$lanes/engines.log 2>&1; \
+	  echo $$? >$$lanes/engines.rc ) & \
+	$(PY) -m pytest $(addprefix --ignore=,$(ENGINE_LANE)) --basetemp=$$lanes/main $(PYTEST_ARGS); main=$$?; \
+	wait; echo "---- engine lane ----"; cat $$lanes/engines.log; engines=$$(cat $$lanes/engines.rc); \
+	echo "main lane exit $$main, engine lane exit $$engines"; rm -rf "$$lanes"; [ $$main = 0 ] && [ $$engines = 0 ]
 endif
 
 ## The fast lane (CI runs it first, under 3 minutes): lint, types, unit tests and the behaviour suite on the
