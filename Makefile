@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 # `make test` runs two pytest processes side by side (the machine has two CPUs): the engine lane (the Spark,
 # Java, browser and client tests of tests/e2e, and a few long modules to balance it) and the main lane (everything
 # else). Each lane runs its modules in order in one process, as a single run would, in its own temporary folder
-# (two runs at once never share one). LANES=1 runs one process.
+# (two runs at once never share one). LANES=1 runs one process (needed when PYTEST_ARGS names test paths).
 LANES ?= 2
 ENGINE_LANE := tests/e2e tests/integration/test_schemathesis.py tests/integration/test_trash.py \
 	tests/integration/test_maintenance_cli.py tests/integration/test_cli.py \
