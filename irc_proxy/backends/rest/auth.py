@@ -140,9 +140,13 @@ class ClientCredentials:
             raise ServiceUnavailable(
                 f"The upstream token endpoint refused the proxy's client credentials ({response.status_code} {error})"
             )
+        token = str(data["access_token"])
+        if not (token.isascii() and token.isprintable()) or " " in token:
+            # not kept: a token no header can carry would fail every request until it expired
+            raise ServiceUnavailable("The upstream token endpoint answered a token no Authorization header can carry")
         lifetime = data.get("expires_in")
         self._expires_at = time.monotonic() + float(lifetime) if isinstance(lifetime, int | float) else None
-        self._token = str(data["access_token"])
+        self._token = token
         return self._token
 
 

@@ -28,8 +28,8 @@ class Outgoing:
 
 
 class Answer:
-    """What the upstream answered: status, headers (lower-case names, repeated ones joined with ``", "`` as
-    ``httpx.Headers`` joins them) and the body with its ``Content-Encoding`` undone."""
+    """What the upstream answered: status, headers (lower-case names, values as sent read as latin-1, repeated
+    ones joined with ``", "`` as ``httpx.Headers`` joins them) and the body with its ``Content-Encoding`` undone."""
 
     __slots__ = ("content", "headers", "status_code")
 
@@ -38,11 +38,11 @@ class Answer:
 
     @classmethod
     def of(cls, response: httpx.Response) -> Answer:
-        """``response`` (read already) as an Answer."""
-        headers: dict[str, str] = {}
-        for name, value in response.headers.multi_items():
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return cls(response.status_code, headers, response.content)
+        """``response`` (read already) as an Answer, its headers from the bytes as sent (as the lean pool's).
+
+        Not ``response.headers``' text: httpx decodes every value as UTF-8 when one is, and a character past
+        latin-1 in a value passed on (``ETag``, say) could not be written to the caller again."""
+        return cls(response.status_code, joined(response.headers.raw), response.content)
 
     @property
     def is_success(self) -> bool:
