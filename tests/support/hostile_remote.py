@@ -1,9 +1,10 @@
 """A remote REST catalog stand-in that records every request and answers as a test scripts it, byte for byte.
 
-``/v1/config`` is answered with the prefix ``p``; any other request with ``remote.reply(writer)``, which writes a
-whole answer as raw bytes (a cookie that is not ASCII, a run of ``1xx`` answers, a body one byte at a time). The
-default is a 200 with a small loadTable body. Each request is kept as ``Seen`` (method, the path exactly as it
-arrived, the headers, the body) in ``remote.seen``.
+``/v1/config`` is answered with the prefix ``p``; any other request with ``remote.reply(writer)`` (or, for a path
+under a prefix given to ``replying``, that reply), which writes a whole answer as raw bytes (a cookie that is not
+ASCII, a run of ``1xx`` answers, a body one byte at a time). The default is a 200 with a small loadTable body.
+Each request is kept as ``Seen`` (method, the path exactly as it arrived, the headers, the body) in
+``remote.seen``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class HostileRemote:
     def __init__(self) -> None:
         self.seen: list[Seen] = []
         self.reply: Reply = raw(answer())
+        self.routes: dict[str, Reply] = {}
         remote = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,7 +71,10 @@ class HostileRemote:
             def _any(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 remote.seen.append(Seen(self.command, self.path, list(self.headers.items()), body))
-                if self.path.startswith("/v1/config"):
+                routed = [reply for under, reply in remote.routes.items() if self.path.startswith(under)]
+                if routed:
+                    routed[0](self.wfile)
+                elif self.path.startswith("/v1/config"):
                     self.wfile.write(answer(b'{"overrides": {"prefix": "p"}}'))
                 else:
                     remote.reply(self.wfile)
@@ -93,13 +98,19 @@ class HostileRemote:
         return [seen for seen in self.seen if not seen.path.startswith("/v1/config")]
 
     @contextmanager
-    def replying(self, reply: Reply) -> Iterator[None]:
-        """Answer with ``reply`` inside, with the default answer again afterwards."""
-        self.reply = reply
+    def replying(self, reply: Reply, under: str | None = None) -> Iterator[None]:
+        """Answer with ``reply`` inside (only paths starting with ``under``, if given), as before afterwards."""
+        if under is None:
+            self.reply = reply
+        else:
+            self.routes[under] = reply
         try:
             yield
         finally:
-            self.reply = raw(answer())
+            if under is None:
+                self.reply = raw(answer())
+            else:
+                del self.routes[under]
 
     def close(self) -> None:
         self.server.shutdown()

@@ -152,7 +152,7 @@ class RestUpstream:
         )
         self._defaults = {"host": base.netloc.decode("ascii")} | dict(self._client.headers.items())
         """The headers httpx would send on every request, in its order (``Host`` first)."""
-        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client, threads)
+        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._post_form, threads)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()
         self._targets: dict[str, _Target] = {}
@@ -365,22 +365,37 @@ class RestUpstream:
         environment, HTTP/2, or a transport injected by tests. ``raw`` are the headers as bytes (latin-1: httpx
         would encode text as ASCII). The whole exchange ends by ``total_timeout_seconds`` (a ``ReadTimeout``)."""
         request = self._client.build_request(outgoing.method, target.url, headers=raw, content=outgoing.content or None)
+        response = await self._bounded(request, self._pool)
+        if self._pool is not None and "set-cookie" in response.headers:
+            self._client.cookies.extract_cookies(response)  # as the client keeps them (sticky load balancers)
+        return Answer.of(response)
+
+    async def _post_form(self, url: str, headers: dict[str, str], content: bytes) -> Answer:
+        """A POST to the OAuth2 token endpoint (any origin; through the client, so an HTTP proxy from the environment
+        applies), its answer bounded as the catalog's are: at most ``max_response_mb`` raw and decoded (a gzip
+        bomb from a token endpoint inflated whole, under the lock every request of the catalog waited on), within
+        ``total_timeout_seconds``."""
+        request = self._client.build_request("POST", url, headers=headers, content=content)
+        return Answer.of(await self._bounded(request, None))
+
+    async def _bounded(self, request: httpx.Request, pool: httpx.AsyncBaseTransport | None) -> httpx.Response:
+        """``request`` sent to ``pool`` (None: through the client) and read whole (``_read_whole``), the exchange
+        ending by ``total_timeout_seconds`` (then ``ReadTimeout``: whether the request left is not known here, so
+        it counts as sent)."""
         try:
             async with asyncio.timeout(self._timeouts.total):
-                if self._pool is None:
+                if pool is None:
                     response = await self._client.send(request, stream=True)
                 else:
-                    response = await self._pool.handle_async_request(request)
+                    response = await pool.handle_async_request(request)
                     response.request = request
                 try:
                     await _read_whole(response, self._max_response)
                 finally:
                     await response.aclose()
-        except TimeoutError as exc:  # whether it was sent is not known here: a timeout after sending, as the lean pool
+        except TimeoutError as exc:
             raise httpx.ReadTimeout("the exchange passed its deadline (total_timeout_seconds)") from exc
-        if self._pool is not None and "set-cookie" in response.headers:
-            self._client.cookies.extract_cookies(response)  # as the client keeps them (sticky load balancers)
-        return Answer.of(response)
+        return response
 
 
 class _Target(NamedTuple):

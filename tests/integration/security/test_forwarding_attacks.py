@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import socket
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -37,9 +39,16 @@ def remote() -> Iterator[HostileRemote]:
 def front(remote: HostileRemote, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
     fed = rest_catalog("fed", remote.url, auth={"mode": "none"}, timeout_seconds=1, total_timeout_seconds=3)
     tok = rest_catalog("tok", remote.url, auth={"mode": "none", "forward_caller_token": True})
-    front = start_front(tmp_path_factory.mktemp("front"), fed, tok)
+    front = start_front(tmp_path_factory.mktemp("front"), fed, tok, _oauth("bomb", remote), _oauth("drip", remote))
     yield front
     front.stop()
+
+
+def _oauth(name: str, remote: HostileRemote) -> str:
+    """A catalog that logs in at ``/token/<name>`` on the remote (its first request fetches a token); answers are
+    read up to 16 MiB (as in test_upstream_attacks.py)."""
+    auth = {"mode": "oauth2", "client_id": "c", "client_secret": "s", "token_endpoint": f"{remote.url}/token/{name}"}
+    return rest_catalog(name, remote.url, auth=auth, timeout_seconds=1, total_timeout_seconds=3, max_response_mb=16)
 
 
 def _error(status: int, body: bytes) -> tuple[int, str]:
@@ -159,3 +168,27 @@ def test_an_answer_dripped_a_byte_at_a_time_ends_at_total_timeout_seconds(
         reply = httpx.request(method, f"{front.url}{TABLE}", content=content, headers=JSON, timeout=30)
     kind = "CommitStateUnknownException" if method == "POST" else "ServiceUnavailableException"
     assert _error(reply.status_code, reply.content) == (expected, kind)
+
+
+def test_a_token_endpoints_gzip_bomb_is_refused_without_inflating_it(
+    front: ProxyProcess, remote: HostileRemote
+) -> None:
+    """The token was fetched through the client's own read, which inflated a gzip answer whole (and under the lock
+    every request of the catalog waits on); now it is read as the catalog's answers are."""
+    gzipper = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join(gzipper.compress(bytes(1 << 20)) for _ in range(512)) + gzipper.flush()  # 512 MiB inflated
+    Path(f"/proc/{front.pid}/clear_refs").write_text("5")  # the peak restarts here
+    before = front.peak_rss_kib()
+    with remote.replying(raw(answer(bomb, b"content-encoding: gzip")), under="/token/bomb"):
+        reply = httpx.get(f"{front.url}/v1/bomb/namespaces/mine/tables/t", timeout=60)
+    assert _error(reply.status_code, reply.content) == (503, "ServiceUnavailableException")
+    grown_mib = (front.peak_rss_kib() - before) >> 10
+    assert grown_mib < 100, f"the front peaked {grown_mib} MiB higher for one token answer"
+
+
+def test_a_token_answer_dripped_a_byte_at_a_time_ends_at_total_timeout_seconds(
+    front: ProxyProcess, remote: HostileRemote
+) -> None:
+    with remote.replying(drip(200, 0.5), under="/token/drip"):
+        reply = httpx.get(f"{front.url}/v1/drip/namespaces/mine/tables/t", timeout=30)  # was held for 100 s
+    assert _error(reply.status_code, reply.content) == (503, "ServiceUnavailableException")
