@@ -28,8 +28,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials, RefreshableCredentials
 
 from irc_proxy.backends.aws import session_for
-from irc_proxy.backends.rest.messages import Answer
-from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.backends.rest.messages import Answer, sendable
+from irc_proxy.errors import BadRequest, ServiceUnavailable
 from irc_proxy.settings import RestUpstreamAuthSettings
 from irc_proxy.threads import ThreadRunner
 
@@ -201,6 +201,8 @@ class CallerToken:
     async def apply(self, request: Signable) -> None:
         caller = CALLER_AUTHORIZATION.get()
         if caller and caller.lower().startswith("bearer ") and caller[7:].strip() not in ("", "None"):
+            if not sendable(caller):  # h11 would refuse to write it: a commit would look sent (504)
+                raise BadRequest("The Authorization header holds a control character: it cannot be sent upstream")
             self._used_caller.set(True)
             request.headers["authorization"] = caller
             return

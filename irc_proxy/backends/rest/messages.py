@@ -9,9 +9,20 @@ fifth of the CPU a forwarded request cost the front proxy. httpx's objects are s
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
+
+_NOT_A_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+"""What a header value may not hold (RFC 9110 5.5: control characters but the tab)."""
+
+
+def sendable(value: str) -> bool:
+    """Whether ``value`` may be sent as a header value: no control character but the tab (HTTP/2 lets a client send
+    a vertical tab or an escape, which h11 refuses to write or an upstream's parser should never see). Printable
+    ASCII, every value a well-behaved client sends, is told without the regex."""
+    return (value.isascii() and value.isprintable()) or not _NOT_A_VALUE.search(value)
 
 
 class Outgoing:

@@ -21,7 +21,6 @@ fresh OAuth2 token) and then reported as ``ServiceUnavailable``. An answer over 
 from __future__ import annotations
 
 import asyncio
-import re
 import ssl
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,7 +36,7 @@ from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
 from irc_proxy.backends.rest.connection import RequestNotSent
 from irc_proxy.backends.rest.cookies import UpstreamCookies
 from irc_proxy.backends.rest.decoding import ACCEPTED, decode
-from irc_proxy.backends.rest.messages import Answer, Outgoing, joined
+from irc_proxy.backends.rest.messages import Answer, Outgoing, joined, sendable
 from irc_proxy.backends.rest.transport import LeanTransport, Origin, ResponseTooLarge, Timeouts
 from irc_proxy.errors import BadRequest, CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
@@ -81,8 +80,6 @@ _LENGTH_ALWAYS = frozenset({"POST", "PUT", "PATCH"})
 """Methods httpx sends ``Content-Length: 0`` with when there is no body."""
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
-_NOT_A_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
-"""What a header value may not hold (RFC 9110 5.5: control characters but the tab)."""
 
 
 def parse_config(data: Any) -> UpstreamConfig:
@@ -279,7 +276,7 @@ class RestUpstream:
         passed: dict[str, str] = {}
         for raw_name, raw_value in headers:
             name = raw_name.lower()
-            if not (raw_value.isascii() and raw_value.isprintable()) and _NOT_A_VALUE.search(raw_value):
+            if not sendable(raw_value):
                 raise BadRequest(f"The {name} header holds a control character: it cannot be sent upstream")
             value = raw_value.strip(" \t")  # RFC 9110 5.5: not part of the value; h11 refuses to write it
             passed[name] = f"{passed[name]}, {value}" if name in passed else value

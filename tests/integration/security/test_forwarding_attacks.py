@@ -67,22 +67,30 @@ def _http1(front: ProxyProcess, method: str, path: str, headers: str = "", body:
 
 
 # A caller's headers, names and queries -----------------------------------------------------------------------------
-@pytest.mark.parametrize("over", ["h2c", "http/1.1"])
+@pytest.mark.parametrize(
+    ("over", "path", "header"),
+    [
+        ("h2c", TABLE, (b"user-agent", b"spark\x0bx")),
+        ("h2c", TABLE.replace("/fed/", "/tok/"), (b"authorization", b"Bearer a\x0bb")),  # the caller's own token
+        ("http/1.1", TABLE, (b"x-client-version", b"1\x01\x1b[2J")),
+    ],
+)
 def test_a_header_value_with_a_control_character_is_a_400_and_nothing_is_sent(
-    front: ProxyProcess, remote: HostileRemote, over: str
+    front: ProxyProcess, remote: HostileRemote, over: str, path: str, header: tuple[bytes, bytes]
 ) -> None:
     """Over h2c a vertical tab made h11 refuse to write the commit: a 504 CommitStateUnknown for a commit that never
     left. Over HTTP/1.1 (whose parser lets ``\\x01`` and escapes through) the value reached the remote raw."""
     remote.seen.clear()
     if over == "h2c":
-        headers = [(b"content-type", b"application/json"), (b"user-agent", b"spark\x0bx")]
-        reply = h2c_request(front.port, b"POST", TABLE.encode(), headers, COMMIT)
+        reply = h2c_request(
+            front.port, b"POST", path.encode(), [(b"content-type", b"application/json"), header], COMMIT
+        )
         status, body = reply.status, reply.body
     else:
-        status, body = _http1(front, "POST", TABLE, "X-Client-Version: 1\x01\x1b[2J\r\n", COMMIT)
+        status, body = _http1(front, "POST", path, f"{header[0].decode()}: {header[1].decode()}\r\n", COMMIT)
     assert _error(status, body) == (400, "BadRequestException")
     assert remote.forwarded() == []
-    fine = httpx.post(f"{front.url}{TABLE}", content=COMMIT, headers=JSON, timeout=30)
+    fine = httpx.post(f"{front.url}{path}", content=COMMIT, headers=JSON, timeout=30)
     assert fine.status_code == 200  # the catalog is fine: only that request was refused
 
 

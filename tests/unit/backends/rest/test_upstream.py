@@ -366,3 +366,20 @@ def test_a_token_no_header_can_carry_is_service_unavailable_and_not_kept(token: 
 
     run(client, steps)
     assert seen == ["token", "token", "Bearer good"]
+
+
+def test_a_callers_token_with_a_control_character_is_bad_request_before_anything_is_sent() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={})
+
+    client = upstream(handler, auth={"mode": "none", "forward_caller_token": True})
+
+    async def steps() -> None:
+        with client.calling("Bearer a\x0bb", None), pytest.raises(BadRequest, match="Authorization header"):
+            await client.send("POST", "/v1/t", content=b"{}", ambiguous=True)
+
+    run(client, steps)
+    assert sent == []
