@@ -161,8 +161,8 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
     The access log writes a line per request, and a ``LogRecord``, the filter, the handler's and the
     formatter's calls cost a fifth of a 304's CPU. With the set-up ``configure_logging`` made (checked on every
     call: :func:`_sole_handler`), the line is built here the same way its formatter builds it, byte for byte
-    (request id, time, one-line escaping, masking) and written under the handler's lock. In any other set-up, or
-    when writing fails (logging then reports it its own way), this is ``logger.info``.
+    (request id, time, one-line escaping, masking) and written under the handler's lock; a failed write is reported
+    through the handler's ``handleError`` as logging reports one. In any other set-up this is ``logger.info``.
     """
     handler = _sole_handler(logger)
     if handler is None:
@@ -183,6 +183,27 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
         handler.stream.write(line + handler.terminator)
         handler.flush()
     except Exception:
-        logger.info(message, *args)  # logging writes it again or reports the failure (``handleError``)
+        # Reported as logging reports a failed ``emit``, never written again: the line may be in the stream's
+        # buffer already (a full non-blocking pipe takes it later), and a second write would log it twice.
+        handler.handleError(logger.makeRecord(logger.name, logging.INFO, "(unknown file)", 0, message, args, None))
     finally:
         handler.release()
+
+
+def column(text: str, limit: int) -> str:
+    """``text`` as one column of a space-separated line (``irc_proxy.text.field``), at most ``limit`` of its
+    characters followed by ``...(N more)``.
+
+    Why bounded: a client chooses the path and (over HTTP/2) the method, up to the server's header limits
+    (64 KiB), and every access log line would carry them whole. Masked before it is cut (rare: only a text over
+    the limit pays), so a cut cannot leave half a password that the masking of the whole line no longer knows
+    as one.
+    """
+    if len(text) <= limit and text.isascii() and text.isprintable():  # ``field``'s plain test, one call fewer
+        if text and " " not in text and '"' not in text and "'" not in text and "\\" not in text:
+            return text
+    elif len(text) > limit:
+        text = mask_text(text)
+        if len(text) > limit:
+            text = f"{text[:limit]}...({len(text) - limit} more)"
+    return field(text)

@@ -696,8 +696,13 @@ class RestCatalogSettings(_Strict):
     connect_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 5.0
     """Connect timeout (then 503: nothing was sent)."""
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
-    """Per-request timeout; no answer to a commit within it is a 504 `CommitStateUnknownException`, to anything else a
-    503."""
+    """Longest wait for the upstream to move (a free pooled connection, writing, each wait for more of the answer);
+    an upstream that stops within a commit's exchange makes it a 504 `CommitStateUnknownException`, anything else a
+    503. A wait, not the whole request: `total_timeout_seconds` bounds that."""
+    total_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 300.0
+    """Longest one exchange with the upstream may take in all, from waiting for a connection to the answer's last byte
+    (an upstream trickling its answer a byte at a time cannot hold a request longer); past it, as for
+    `timeout_seconds`: a 504 `CommitStateUnknownException` for a commit that was sent, a 503 for anything else."""
     pool_size: Annotated[int, Field(ge=1, le=1024)] = 64
     """Pooled keep-alive connections to the upstream."""
     keepalive_expiry_seconds: Annotated[float, Field(ge=0, le=3600)] = 4.0

@@ -24,10 +24,14 @@ from irc_proxy.http.audit import submit_record
 from irc_proxy.http.errors import ROUTE_HANDLERS, error_answer, response_for, unexpected_error
 from irc_proxy.http.headers import headers_of
 from irc_proxy.http.metrics import observe
-from irc_proxy.logs import REQUEST_ID, info
+from irc_proxy.logs import REQUEST_ID, column, info
 from irc_proxy.text import field
 
 access_log = logging.getLogger("irc_proxy.access")
+PATH_SHOWN = 1024
+"""Characters of a path an access log line shows (then ``...(N more)``)."""
+METHOD_SHOWN = 32
+"""Characters of a method an access log line shows (HTTP/2 lets a client send any)."""
 _HTTP1 = frozenset({"1.0", "1.1"})
 
 
@@ -133,11 +137,11 @@ def _record(scope: Scope, inner: Scope, context: RequestContext, took: float) ->
         path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
         client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
         extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
-        info(  # the id may be the client's (X-Request-Id): one column, quoted unless plain
+        info(  # the method, the path and the id are the client's (HTTP/2 allows spaces): one column each
             access_log,
             "%s %s %d %.1fms id=%s%s",
-            scope["method"],
-            path,
+            column(scope["method"], METHOD_SHOWN),
+            column(path, PATH_SHOWN),
             status,
             took * 1000,
             field(context.request_id),

@@ -19,10 +19,11 @@ from irc_proxy.logs import (
     JsonFormatter,
     MaskingFormatter,
     RequestIdFilter,
+    column,
     configure_logging,
     info,
 )
-from irc_proxy.text import UNSAFE
+from irc_proxy.text import UNSAFE, field
 
 FORGED = "x\n2026-01-01 00:00:00,000 INFO [-] irc_proxy.access GET /v1/forged 200\x1b[2J\x85\u2028\u202e"
 
@@ -100,14 +101,29 @@ def configured(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], io.S
     logging.setLogRecordFactory(factory)
 
 
+# What ``http.middleware`` passes for a client that chose its method and path (over h2c): spaces, quotes, escapes, a
+# URL with a password past the cut.
+HOSTILE_ARGS = (
+    column("GET /v1/config 200", 32),
+    column('/v1/x 200 0.1ms "q" \\ \x0b' + "p" * 1010 + "/https://u:pw@h/p?token=s3cret", 1024),
+    404,
+    0.5,
+    field("id 1"),
+    "",
+)
+
+
+@pytest.mark.parametrize("args", [ACCESS_ARGS, HOSTILE_ARGS], ids=["plain", "hostile"])
 @pytest.mark.parametrize("log_format", ["text", "json"])
-def test_the_access_lane_writes_what_logging_writes(configured: Callable[[str], io.StringIO], log_format: str) -> None:
+def test_the_access_lane_writes_what_logging_writes(
+    configured: Callable[[str], io.StringIO], log_format: str, args: tuple[object, ...]
+) -> None:
     buffer = configured(log_format)
     access = logging.getLogger("irc_proxy.access")
     token = REQUEST_ID.set("rid 1")
     try:
-        info(access, ACCESS, *ACCESS_ARGS)
-        access.info(ACCESS, *ACCESS_ARGS)
+        info(access, ACCESS, *args)
+        access.info(ACCESS, *args)
     finally:
         REQUEST_ID.reset(token)
     fast, standard = buffer.getvalue().splitlines()
@@ -149,3 +165,12 @@ def test_the_access_lane_yields_to_any_other_set_up(configured: Callable[[str], 
     finally:
         access.setLevel(logging.NOTSET)
     assert buffer.getvalue().count("\n") == 2
+
+
+def test_a_column_is_one_quoted_token_cut_after_its_limit() -> None:
+    assert column("/v1/local/namespaces/db/tables/t", 1024) == "/v1/local/namespaces/db/tables/t"
+    assert column("GET /x 200", 32) == '"GET /x 200"'
+    cut = column("/" + "a" * 30, 10)
+    assert json.loads(cut) == "/" + "a" * 9 + "...(21 more)"
+    # masked before the cut: half a password is not left where the masking of the line no longer sees a URL
+    assert "pw" not in column("/x/https://user:pw@host/" + "b" * 50, 20)

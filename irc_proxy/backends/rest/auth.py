@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from contextvars import ContextVar
 from typing import Any, Protocol
 
@@ -28,12 +28,15 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials, RefreshableCredentials
 
 from irc_proxy.backends.aws import session_for
-from irc_proxy.errors import ServiceUnavailable
+from irc_proxy.backends.rest.messages import Answer, sendable
+from irc_proxy.errors import BadRequest, ServiceUnavailable
 from irc_proxy.settings import RestUpstreamAuthSettings
 from irc_proxy.threads import ThreadRunner
 
 CALLER_AUTHORIZATION: ContextVar[str | None] = ContextVar("caller_authorization", default=None)
 """The ``Authorization`` header of the request being served (set by the HTTP layer)."""
+PostForm = Callable[[str, dict[str, str], bytes], Awaitable[Answer]]
+"""Sends a POST (URL, headers, body) and reads its answer: how ``ClientCredentials`` asks for a token."""
 
 
 class Signable(Protocol):
@@ -93,15 +96,13 @@ class ClientCredentials:
 
     proxy_credentials = True
 
-    def __init__(
-        self, settings: RestUpstreamAuthSettings, endpoint: Callable[[], str], http: httpx.AsyncClient
-    ) -> None:
+    def __init__(self, settings: RestUpstreamAuthSettings, endpoint: Callable[[], str], post: PostForm) -> None:
         secret = settings.client_secret.get_secret_value() if settings.client_secret else ""
         self._client_auth = ClientAuth(settings.client_id, secret, settings.token_endpoint_auth_method)
         self._scope = settings.scope
         self._margin = settings.refresh_margin_seconds
         self._endpoint = endpoint
-        self._http = http
+        self._post = post
         self._token: str | None = None
         self._expires_at: float | None = None
         self._lock = asyncio.Lock()
@@ -129,9 +130,9 @@ class ClientCredentials:
         headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
         url, headers, body = self._client_auth.prepare("POST", url, headers, body)
         try:
-            response = await self._http.post(url, content=body.encode(), headers=headers)
-        except httpx.TransportError as exc:
-            raise ServiceUnavailable(f"The upstream token endpoint is unreachable ({type(exc).__name__})") from exc
+            response = await self._post(url, headers, body.encode())
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # unreachable, too slow, too large, garbled; a bad URL
+            raise ServiceUnavailable(f"The upstream token endpoint did not answer ({type(exc).__name__})") from exc
         data: Any = None
         with contextlib.suppress(ValueError):
             data = response.json()
@@ -140,9 +141,13 @@ class ClientCredentials:
             raise ServiceUnavailable(
                 f"The upstream token endpoint refused the proxy's client credentials ({response.status_code} {error})"
             )
+        token = str(data["access_token"])
+        if not (token.isascii() and token.isprintable()) or " " in token:
+            # not kept: a token no header can carry would fail every request until it expired
+            raise ServiceUnavailable("The upstream token endpoint answered a token no Authorization header can carry")
         lifetime = data.get("expires_in")
         self._expires_at = time.monotonic() + float(lifetime) if isinstance(lifetime, int | float) else None
-        self._token = str(data["access_token"])
+        self._token = token
         return self._token
 
 
@@ -196,6 +201,8 @@ class CallerToken:
     async def apply(self, request: Signable) -> None:
         caller = CALLER_AUTHORIZATION.get()
         if caller and caller.lower().startswith("bearer ") and caller[7:].strip() not in ("", "None"):
+            if not sendable(caller):  # h11 would refuse to write it: a commit would look sent (504)
+                raise BadRequest("The Authorization header holds a control character: it cannot be sent upstream")
             self._used_caller.set(True)
             request.headers["authorization"] = caller
             return
@@ -209,15 +216,16 @@ class CallerToken:
 def build_auth(
     settings: RestUpstreamAuthSettings,
     token_endpoint: Callable[[], str],
-    http: httpx.AsyncClient,
+    post: PostForm,
     threads: ThreadRunner,
 ) -> UpstreamAuth:
-    """The strategy for ``settings.mode``, wrapped for ``forward_caller_token``."""
+    """The strategy for ``settings.mode``, wrapped for ``forward_caller_token``; ``post`` sends OAuth2's token
+    requests (``RestUpstream._post_form``: bounded as every upstream answer)."""
     auth: UpstreamAuth
     if settings.mode == "token":
         auth = StaticToken(settings.token.get_secret_value() if settings.token else "")
     elif settings.mode == "oauth2":
-        auth = ClientCredentials(settings, token_endpoint, http)
+        auth = ClientCredentials(settings, token_endpoint, post)
     elif settings.mode == "sigv4":
         auth = SigV4(settings, threads)
     else:

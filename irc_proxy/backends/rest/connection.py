@@ -9,8 +9,10 @@ past a high-water mark and wakes the one request using the connection.
 
 Failures are raised as httpcore would raise them, so ``RestUpstream._send_once`` keeps its meaning:
 ``ConnectError``/``ConnectTimeout`` before anything was sent; ``RemoteProtocolError`` for a closed, truncated
-or malformed answer; ``ReadError``/``WriteError`` for a reset; ``ReadTimeout``/``WriteTimeout`` when nothing
-moves for the request's timeout.
+or malformed answer (more than ``MAX_INFORMATIONAL`` 1xx answers before the final one included);
+``ReadError``/``WriteError`` for a reset; ``ReadTimeout``/``WriteTimeout`` when nothing moves for the request's
+timeout, or the exchange passes its deadline. One of our own: ``RequestNotSent`` when h11 refuses to write the
+request (nothing was sent, so the upstream cannot have acted on it).
 """
 
 from __future__ import annotations
@@ -27,10 +29,18 @@ _HIGH_WATER = 256 << 10
 """Bytes buffered before the socket is paused (the request reads them into h11 when it resumes)."""
 _MAX_HEADERS = 100 << 10
 """Largest status line plus headers (httpcore's ``h11`` limit)."""
+MAX_INFORMATIONAL = 8
+"""Informational (1xx) answers accepted before the final one: each restarts the wait for the peer, so without a
+bound a hostile upstream could hold a request with ``100 Continue`` forever."""
 
 
 class ResponseTooLarge(httpx.TransportError):
     """The upstream's answer passed the catalog's ``max_response_mb``; the connection is dropped."""
+
+
+class RequestNotSent(httpx.TransportError):
+    """The request could not be written (h11 refused it: a header value HTTP does not allow, say); nothing was
+    sent. Its message never names the refused value (it may be a credential)."""
 
 
 class Received(NamedTuple):
@@ -99,11 +109,16 @@ class _Link(asyncio.Protocol):
             self.transport.resume_reading()
         return chunks
 
-    async def wait(self, timeout: float | None) -> None:
+    async def wait(self, timeout: float | None, deadline: float | None = None) -> None:
         """Until something arrives, the connection ends or writing may go on; TimeoutError after ``timeout``
-        seconds. One timer per wait: ``asyncio.timeout`` around the exchange and rescheduled after every wait
-        cost twice the timers and a few percent of a forwarded request's CPU."""
+        seconds, or at ``deadline`` (the loop's clock) if that comes first. One timer per wait: ``asyncio.timeout``
+        around the exchange and rescheduled after every wait cost twice the timers and a few percent of a
+        forwarded request's CPU."""
         loop = asyncio.get_running_loop()
+        if deadline is not None:
+            left = deadline - loop.time()
+            if timeout is None or left < timeout:
+                timeout = max(left, 0.0)
         waiter = self._waiter = loop.create_future()
         timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
         try:
@@ -189,31 +204,39 @@ class Connection:
         body: bytes,
         timeout: float | None,
         limit: int,
+        deadline: float | None = None,
     ) -> Received:
-        """Send a request and read its whole answer; ``timeout`` bounds each wait for the peer.
+        """Send a request and read its whole answer; ``timeout`` bounds each wait for the peer, ``deadline`` (the
+        loop's clock, None: none) the whole exchange, however the peer trickles.
 
-        ``headers`` must frame ``body`` (``Content-Length``) and name the ``Host``; h11 validates them.
-        On success the connection is ready for the next request, or closed if either side will not keep it.
-        On any failure it is closed.
+        ``headers`` must frame ``body`` (``Content-Length``) and name the ``Host``; h11 validates them (a value it
+        refuses is ``RequestNotSent``). On success the connection is ready for the next request, or closed if
+        either side will not keep it. On any failure it is closed.
         """
         link, parser = self._link, self._h11
-        link.busy = True
-        writing = True
         try:
             out = [parser.send(h11.Request(method=method, target=target, headers=headers))]
             if body:
                 out.append(parser.send(h11.Data(data=body)))
             out.append(parser.send(h11.EndOfMessage()))
+        except h11.LocalProtocolError:
+            self.close()  # h11 is in its error state now; nothing was written
+            raise RequestNotSent("h11 refused to write the request (a header HTTP/1.1 does not allow)") from None
+        link.busy = True
+        writing = True
+        try:
             if link.transport is None or link.transport.is_closing():
                 raise httpx.WriteError("the connection was closed before the request was written")
             link.transport.write(b"".join(out))
             while link.write_paused and not link.ended:
-                await link.wait(timeout)
+                await link.wait(timeout, deadline)
             writing = False
-            received = await self._read(parser, link, timeout, limit)
+            received = await self._read(parser, link, timeout, limit, deadline)
         except TimeoutError as exc:
             self.close()
-            raise (httpx.WriteTimeout if writing else httpx.ReadTimeout)(f"no progress within {timeout} s") from exc
+            late = deadline is not None and asyncio.get_running_loop().time() >= deadline
+            why = "the exchange passed its deadline (total_timeout_seconds)" if late else f"no progress in {timeout} s"
+            raise (httpx.WriteTimeout if writing else httpx.ReadTimeout)(why) from exc
         except h11.RemoteProtocolError as exc:
             self.close()
             raise httpx.RemoteProtocolError(str(exc)) from exc
@@ -236,12 +259,14 @@ class Connection:
             self.close()
         return received
 
-    async def _read(self, parser: h11.Connection, link: _Link, timeout: float | None, limit: int) -> Received:
+    async def _read(
+        self, parser: h11.Connection, link: _Link, timeout: float | None, limit: int, deadline: float | None
+    ) -> Received:
         head: h11.Response | None = None
         body: list[bytes] = []
-        size, heard = 0, False
+        size, heard, informational = 0, False, 0
         if not link.chunks and not link.ended:
-            await link.wait(timeout)  # nothing can be parsed before the answer starts arriving
+            await link.wait(timeout, deadline)  # nothing can be parsed before the answer starts arriving
         while True:
             if link.chunks:  # fed before asking h11, which spares it a call that could only answer NEED_DATA
                 heard = True
@@ -256,7 +281,7 @@ class Connection:
                         raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
                     parser.receive_data(b"")  # h11 tells a complete close-delimited body from a truncated one
                 elif not link.chunks:
-                    await link.wait(timeout)
+                    await link.wait(timeout, deadline)
             elif isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > limit:
@@ -272,4 +297,7 @@ class Connection:
                 raise httpx.RemoteProtocolError("Server disconnected without sending a complete response.")
             elif event is h11.PAUSED:  # cannot come before EndOfMessage; never spin on it
                 raise httpx.RemoteProtocolError("the answer ended in an unexpected state")
-            # h11.InformationalResponse (1xx): the final answer follows
+            elif isinstance(event, h11.InformationalResponse):  # a 1xx: the final answer follows, within a bound
+                informational += 1
+                if informational > MAX_INFORMATIONAL:
+                    raise httpx.RemoteProtocolError(f"more than {MAX_INFORMATIONAL} informational (1xx) answers")

@@ -9,9 +9,20 @@ fifth of the CPU a forwarded request cost the front proxy. httpx's objects are s
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
+
+_NOT_A_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+"""What a header value may not hold (RFC 9110 5.5: control characters but the tab)."""
+
+
+def sendable(value: str) -> bool:
+    """Whether ``value`` may be sent as a header value: no control character but the tab (HTTP/2 lets a client send
+    a vertical tab or an escape, which h11 refuses to write or an upstream's parser should never see). Printable
+    ASCII, every value a well-behaved client sends, is told without the regex."""
+    return (value.isascii() and value.isprintable()) or not _NOT_A_VALUE.search(value)
 
 
 class Outgoing:
@@ -28,8 +39,8 @@ class Outgoing:
 
 
 class Answer:
-    """What the upstream answered: status, headers (lower-case names, repeated ones joined with ``", "`` as
-    ``httpx.Headers`` joins them) and the body with its ``Content-Encoding`` undone."""
+    """What the upstream answered: status, headers (lower-case names, values as sent read as latin-1, repeated
+    ones joined with ``", "`` as ``httpx.Headers`` joins them) and the body with its ``Content-Encoding`` undone."""
 
     __slots__ = ("content", "headers", "status_code")
 
@@ -38,11 +49,11 @@ class Answer:
 
     @classmethod
     def of(cls, response: httpx.Response) -> Answer:
-        """``response`` (read already) as an Answer."""
-        headers: dict[str, str] = {}
-        for name, value in response.headers.multi_items():
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return cls(response.status_code, headers, response.content)
+        """``response`` (read already) as an Answer, its headers from the bytes as sent (as the lean pool's).
+
+        Not ``response.headers``' text: httpx decodes every value as UTF-8 when one is, and a character past
+        latin-1 in a value passed on (``ETag``, say) could not be written to the caller again."""
+        return cls(response.status_code, joined(response.headers.raw), response.content)
 
     @property
     def is_success(self) -> bool:

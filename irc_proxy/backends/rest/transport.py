@@ -7,8 +7,9 @@ own transport otherwise. Each origin has a pool of at most ``pool_size`` connect
 ``keepalive_expiry`` seconds and reused only when the last exchange left both sides done. A request that finds
 every connection busy waits for one at most the request's ``pool`` timeout (then ``httpx.PoolTimeout``, as
 httpcore). Timeouts come with the request (``Timeouts``; through the seam, ``AsyncClient``'s ``httpx.Timeout``):
-``connect`` for connecting, ``read`` for every wait for the peer. The answer is read whole, at most
-``max_response_bytes`` of it (``ResponseTooLarge`` past that).
+``connect`` for connecting, ``read`` for every wait for the peer, ``total`` for the whole exchange (the pool wait,
+connecting, writing and reading end by then: a peer that sends one byte just before each ``read`` timeout cannot
+hold a request longer). The answer is read whole, at most ``max_response_bytes`` of it (``ResponseTooLarge`` past that).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ Origin = tuple[str, str, int]
 
 class Timeouts(NamedTuple):
     """Seconds (None: no bound): ``connect`` to open a connection, ``read`` for every wait for the peer,
-    ``pool`` for a free connection."""
+    ``pool`` for a free connection, ``total`` for one exchange from its first wait to its last byte."""
 
     connect: float | None
     read: float | None
     pool: float | None
+    total: float | None = None
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -53,7 +55,11 @@ class _Pool:
         self._waiters: deque[asyncio.Future[Connection | None]] = deque()
         """Each gets a connection handed over, or None: a free slot to open one in."""
 
-    async def acquire(self, connect_timeout: float | None, pool_timeout: float | None) -> Connection:
+    async def acquire(
+        self, connect_timeout: float | None, pool_timeout: float | None, deadline: float | None = None
+    ) -> Connection:
+        """A pooled connection, or a new one; waits at most ``pool_timeout`` for a free slot, connects within
+        ``connect_timeout``, neither past ``deadline`` (the loop's clock)."""
         loop = asyncio.get_running_loop()
         now = loop.time()
         while self._idle:
@@ -64,6 +70,8 @@ class _Pool:
         if self._count >= self._size:
             waiter: asyncio.Future[Connection | None] = loop.create_future()
             self._waiters.append(waiter)
+            if deadline is not None:
+                pool_timeout = _within(pool_timeout, deadline - now)
             try:
                 async with asyncio.timeout(pool_timeout):
                     handed = await waiter
@@ -81,6 +89,8 @@ class _Pool:
                 return handed
         else:
             self._count += 1
+        if deadline is not None:
+            connect_timeout = _within(connect_timeout, deadline - loop.time())
         try:
             return await Connection.open(self._host, self._port, self._tls, connect_timeout)
         except BaseException:
@@ -129,6 +139,12 @@ class _Pool:
                 return
 
 
+def _within(timeout: float | None, left: float) -> float:
+    """``timeout`` no longer than the ``left`` seconds of the exchange it is part of."""
+    left = max(left, 0.0)
+    return left if timeout is None else min(timeout, left)
+
+
 class LeanTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 keep-alive pools per origin (see the module docstring)."""
 
@@ -161,10 +177,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 raise httpx.UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme}://'.")
             tls = self._tls if scheme == "https" else None
             pool = self._pools[origin] = _Pool(host, port, tls, self._size, self._expiry)
-        connection = await pool.acquire(timeouts.connect, timeouts.pool)
+        deadline = None if timeouts.total is None else asyncio.get_running_loop().time() + timeouts.total
+        connection = await pool.acquire(timeouts.connect, timeouts.pool, deadline)
         reusable = False
         try:
-            received = await connection.exchange(method, target, headers, body, timeouts.read, self._limit)
+            received = await connection.exchange(method, target, headers, body, timeouts.read, self._limit, deadline)
             reusable = True
         finally:
             pool.release(connection, reusable)

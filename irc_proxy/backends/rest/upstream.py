@@ -7,10 +7,12 @@ httpx's own. The lean pool is called with bytes (``messages.Outgoing`` in, ``mes
 objects on the way); httpx's objects are built only where httpx sends (its pool, its proxy routing, a transport
 injected by tests). Answers are read whole, at most ``max_response_mb`` (decoded) of them.
 
-A request that never left (connect refused or timed out, no pooled connection free) is
-``ServiceUnavailable``. A request that may have reached the upstream and got no answer (read or
-write timeout, dropped connection) is ``CommitStateUnknown`` when the caller marks it ambiguous
-(commits, transactions, view replaces) and ``ServiceUnavailable`` otherwise. Whatever the upstream
+A request that never left (connect refused or timed out, no pooled connection free, a request that could not be
+written) is ``ServiceUnavailable``; a header value of the caller's that HTTP does not allow (control characters,
+possible over HTTP/2) is ``BadRequest`` before anything is sent. A request that may have reached the upstream and
+got no answer (read or write timeout, the exchange past ``total_timeout_seconds``, dropped connection, a malformed
+answer) is ``CommitStateUnknown`` when the caller marks it ambiguous (commits, transactions, view replaces) and
+``ServiceUnavailable`` otherwise. Whatever the upstream
 answers is returned as it is; only a 401 to the proxy's own credentials is retried once (with a
 fresh OAuth2 token) and then reported as ``ServiceUnavailable``. An answer over ``max_response_mb`` is
 ``ServiceUnavailable`` too (``CommitStateUnknown`` for an ambiguous request: the upstream did answer it).
@@ -31,8 +33,10 @@ import httpx
 
 from irc_proxy.backends.base import UpstreamConfig
 from irc_proxy.backends.rest.auth import CALLER_AUTHORIZATION, build_auth
+from irc_proxy.backends.rest.connection import RequestNotSent
+from irc_proxy.backends.rest.cookies import UpstreamCookies
 from irc_proxy.backends.rest.decoding import ACCEPTED, decode
-from irc_proxy.backends.rest.messages import Answer, Outgoing, joined
+from irc_proxy.backends.rest.messages import Answer, Outgoing, joined, sendable
 from irc_proxy.backends.rest.transport import LeanTransport, Origin, ResponseTooLarge, Timeouts
 from irc_proxy.errors import BadRequest, CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings
@@ -127,6 +131,7 @@ class RestUpstream:
             timeout=httpx.Timeout(settings.timeout_seconds, connect=settings.connect_timeout_seconds),
             follow_redirects=False,
             headers={"Accept-Encoding": ACCEPTED},
+            cookies=UpstreamCookies(keep=not settings.auth.forward_caller_token),
         )
         # Requests go straight to the pool: the client's send() adds auth/redirect/hook loops and an INFO
         # log line per request that a pass-through does not need. With an HTTP proxy from the environment
@@ -136,10 +141,15 @@ class RestUpstream:
         """The lean pool, called with bytes (``_exchange``); None: requests go through httpx."""
         base = httpx.URL(self.uri)
         self._origin: Origin = (base.scheme, base.host, base.port or _DEFAULT_PORTS.get(base.scheme, 0))
-        self._timeouts = Timeouts(settings.connect_timeout_seconds, settings.timeout_seconds, settings.timeout_seconds)
+        self._timeouts = Timeouts(
+            settings.connect_timeout_seconds,
+            settings.timeout_seconds,
+            settings.timeout_seconds,
+            settings.total_timeout_seconds,
+        )
         self._defaults = {"host": base.netloc.decode("ascii")} | dict(self._client.headers.items())
         """The headers httpx would send on every request, in its order (``Host`` first)."""
-        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._client, threads)
+        self._auth = build_auth(settings.auth, self._oauth2_endpoint, self._post_form, threads)
         self._config: UpstreamConfig | None = None
         self._lock = asyncio.Lock()
         self._targets: dict[str, _Target] = {}
@@ -241,19 +251,34 @@ class RestUpstream:
         parsing a URL was a tenth of the CPU a forwarded request costs the proxy."""
         target = self._targets.get(tail)
         if target is None:
-            _refuse_dot_segments(tail)
+            # A "#" would end the path (httpx drops what follows as a fragment): "tables/..#x" would be sent as
+            # "tables/..", which httpx then resolves. Encoded, it is the character the caller named.
+            sent = tail.replace("#", "%23")
+            _refuse_dot_segments(sent)
+            try:
+                url = httpx.URL(self.uri + sent)
+            except httpx.InvalidURL:  # a control character (HTTP/2 lets a path or query carry one), too long
+                raise BadRequest("The request's path or query cannot be sent upstream as a URL") from None
             if len(self._targets) >= _URL_CACHE:
                 self._targets.clear()
-            url = httpx.URL(self.uri + tail)
             target = self._targets[tail] = _Target(url, str(url), url.raw_path)
         return target
 
     def _headers(self, method: str, headers: Sequence[tuple[str, str]], content: bytes) -> dict[str, str]:
         """What goes upstream: httpx's defaults (``Host``, ``Accept``, ...) under ``headers`` (repeated names
-        joined), the request id, and the body's own framing (``Content-Length`` where httpx sets one)."""
+        joined), the request id, and the body's own framing (``Content-Length`` where httpx sets one).
+
+        Raises:
+            BadRequest: a value in ``headers`` holds a control character. HTTP/2 (also without TLS) lets a client
+                send a vertical tab or an escape in a value; h11 refuses to write some of them, and sending the
+                others would hand the upstream's parser what no HTTP/1.1 client may send.
+        """
         passed: dict[str, str] = {}
-        for raw_name, value in headers:
+        for raw_name, raw_value in headers:
             name = raw_name.lower()
+            if not sendable(raw_value):
+                raise BadRequest(f"The {name} header holds a control character: it cannot be sent upstream")
+            value = raw_value.strip(" \t")  # RFC 9110 5.5: not part of the value; h11 refuses to write it
             passed[name] = f"{passed[name]}, {value}" if name in passed else value
         sent = self._defaults | passed
         sent.pop("transfer-encoding", None)
@@ -278,6 +303,10 @@ class RestUpstream:
         while True:
             try:
                 return await self._exchange(request, target)
+            except RequestNotSent as exc:  # never a commit of unknown state: not one byte left
+                raise ServiceUnavailable(
+                    f"The request to the upstream catalog of {self.name} could not be written ({exc}); nothing was sent"
+                ) from exc
             except (ResponseTooLarge, httpx.DecodingError) as exc:
                 # a garbled Content-Encoding is the upstream's fault like an oversized answer (not a 500 of ours)
                 unusable = (
@@ -309,40 +338,61 @@ class RestUpstream:
 
     async def _exchange(self, request: Outgoing, target: _Target) -> Answer:
         """Send ``request`` and read the whole answer, at most ``max_response_mb`` of it decoded."""
+        try:
+            raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
+        except UnicodeEncodeError:  # a credential from a token endpoint, say: never named
+            raise RequestNotSent("a header value is not latin-1") from None
         if self._lean is None:
-            return await self._exchange_httpx(request, target)
-        raw = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
+            return await self._exchange_httpx(request, raw, target)
         received = await self._lean.exchange(
             self._origin, request.method.encode(), target.raw, raw, request.content, self._timeouts
         )
         headers = joined(received.headers)
         encodings = headers.get("content-encoding")
         content = decode(received.body, encodings.split(","), self._max_response) if encodings else received.body
-        if "set-cookie" in headers:  # kept as the client keeps them (sticky load balancers)
+        if "set-cookie" in headers:  # kept as the client keeps them (sticky load balancers), if they can be sent back
             cookies = httpx.Response(
                 received.status, headers=received.headers, request=httpx.Request("GET", target.url)
             )
             self._client.cookies.extract_cookies(cookies)
         return Answer(received.status, headers, content)
 
-    async def _exchange_httpx(self, outgoing: Outgoing, target: _Target) -> Answer:
+    async def _exchange_httpx(self, outgoing: Outgoing, raw: list[tuple[bytes, bytes]], target: _Target) -> Answer:
         """``_exchange`` through httpx (what ``AsyncClient.send`` does, minus its extras): an HTTP proxy from the
-        environment, HTTP/2, or a transport injected by tests."""
-        request = self._client.build_request(
-            outgoing.method, target.url, headers=list(outgoing.headers.items()), content=outgoing.content or None
-        )
-        if self._pool is None:
-            response = await self._client.send(request, stream=True)
-        else:
-            response = await self._pool.handle_async_request(request)
-            response.request = request
-        try:
-            await _read_whole(response, self._max_response)
-        finally:
-            await response.aclose()
+        environment, HTTP/2, or a transport injected by tests. ``raw`` are the headers as bytes (latin-1: httpx
+        would encode text as ASCII). The whole exchange ends by ``total_timeout_seconds`` (a ``ReadTimeout``)."""
+        request = self._client.build_request(outgoing.method, target.url, headers=raw, content=outgoing.content or None)
+        response = await self._bounded(request, self._pool)
         if self._pool is not None and "set-cookie" in response.headers:
             self._client.cookies.extract_cookies(response)  # as the client keeps them (sticky load balancers)
         return Answer.of(response)
+
+    async def _post_form(self, url: str, headers: dict[str, str], content: bytes) -> Answer:
+        """A POST to the OAuth2 token endpoint (any origin; through the client, so an HTTP proxy from the environment
+        applies), its answer bounded as the catalog's are: at most ``max_response_mb`` raw and decoded (a gzip
+        bomb from a token endpoint inflated whole, under the lock every request of the catalog waited on), within
+        ``total_timeout_seconds``."""
+        request = self._client.build_request("POST", url, headers=headers, content=content)
+        return Answer.of(await self._bounded(request, None))
+
+    async def _bounded(self, request: httpx.Request, pool: httpx.AsyncBaseTransport | None) -> httpx.Response:
+        """``request`` sent to ``pool`` (None: through the client) and read whole (``_read_whole``), the exchange
+        ending by ``total_timeout_seconds`` (then ``ReadTimeout``: whether the request left is not known here, so
+        it counts as sent)."""
+        try:
+            async with asyncio.timeout(self._timeouts.total):
+                if pool is None:
+                    response = await self._client.send(request, stream=True)
+                else:
+                    response = await pool.handle_async_request(request)
+                    response.request = request
+                try:
+                    await _read_whole(response, self._max_response)
+                finally:
+                    await response.aclose()
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout("the exchange passed its deadline (total_timeout_seconds)") from exc
+        return response
 
 
 class _Target(NamedTuple):

@@ -49,6 +49,11 @@ AMBIGUOUS = frozenset(
 """Commits: no answer after sending means the change may or may not have been applied."""
 LISTINGS = frozenset({"GET " + NS + "/tables", "GET " + NS + "/views"})
 RENAMES = frozenset({"POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/views/rename"})
+_SEGMENT_SENT = str.maketrans({"#": "%23", ";": "%3B", "\\": "%5C"})
+"""A name's characters that mean more than themselves in a path, percent-encoded as the name is sent upstream: the
+name is the one authorized, and none of them may make the upstream (or httpx) read another. ``#`` ends the path
+(``tables/secret#mine`` was sent as ``tables/secret``); ``;`` starts path parameters that Java servers drop
+(``secret;mine``, ``..;x``); some servers read ``\\`` as ``/``. Clients that encode names send none of them raw."""
 _COMMIT_STATE_UNKNOWN = frozenset({500, 502, 504})
 """Statuses of an ambiguous request (a commit) after which the change may or may not have been applied."""
 
@@ -140,8 +145,9 @@ class Forwarder:
             else:
                 segment = "%1F".join(quote(level, safe="") for level in levels)
             tail = tail.replace("{namespace}", segment)
-        for key, segment in call.names.items():
-            tail = tail.replace("{" + key + "}", segment)
+        for key, name in call.names.items():
+            plain = "#" not in name and ";" not in name and "\\" not in name  # three scans: translate costs ~1 us
+            tail = tail.replace("{" + key + "}", name if plain else name.translate(_SEGMENT_SENT))
         return tail
 
     def _filtered_listing(

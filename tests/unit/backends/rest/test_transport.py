@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from irc_proxy.backends.rest.transport import LeanTransport, ResponseTooLarge
+from irc_proxy.backends.rest.connection import RequestNotSent
+from irc_proxy.backends.rest.transport import LeanTransport, ResponseTooLarge, Timeouts
 from tests.support.scripted_http import ScriptedServer, Step, answer, chunked, self_signed
 
 BODY = b'{"metadata-location": "s3://b/t/metadata/00001.json"}' + b" " * 6000
@@ -122,7 +123,7 @@ def test_chunked_head_and_informational_answers_are_read_and_keep_the_connection
     script: list[Step] = [
         chunked(b'{"a": 1, ', b'"b": 2}'),
         head_answer,
-        b"HTTP/1.1 100 Continue\r\n\r\n" + answer(200, BODY),
+        b"HTTP/1.1 100 Continue\r\n\r\n" * 8 + answer(200, BODY),  # up to 8 informational answers are fine
     ]
     scenario(script, steps)
 
@@ -134,6 +135,7 @@ def test_chunked_head_and_informational_answers_are_read_and_keep_the_connection
         (b"HTTP/1.1 abc\r\n\r\n", "illegal status line"),
         (b"garbage\r\n\r\n", "illegal status line"),
         (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nxx", "conflicting Content-Length"),
+        (b"HTTP/1.1 102 Processing\r\n\r\n" * 9 + answer(200, b"{}"), "more than 8 informational"),
     ],
 )
 def test_a_truncated_or_malformed_answer_is_a_remote_protocol_error(reply: bytes, message: str) -> None:
@@ -172,17 +174,31 @@ def test_an_answer_slower_than_the_read_timeout_is_a_read_timeout() -> None:
     assert 0.3 <= scenario([slow], steps) < 1.5
 
 
-def test_a_trickle_keeps_the_read_timeout_per_wait_as_httpcore_does() -> None:
+def test_a_trickle_keeps_the_read_timeout_per_wait_and_the_total_bounds_the_exchange() -> None:
+    """``read`` bounds each wait, as httpcore's does (a trickle within it goes on); ``total`` bounds the exchange
+    (``total_timeout_seconds``): one byte just before each read timeout cannot hold a request longer."""
+
     async def trickle(writer: Any) -> None:
-        head = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n"
+        head = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n"
         writer.write(head)
-        for byte in b"12345":
+        for byte in b"0123456789":
             await asyncio.sleep(0.15)
             writer.write(bytes([byte]))
 
     async def steps(pool: LeanTransport, server: ScriptedServer, client: httpx.AsyncClient) -> None:
-        response = await client.get("/v1/t", timeout=httpx.Timeout(5, read=0.4))  # 0.75 s in all
-        assert response.content == b"12345"
+        response = await client.get("/v1/t", timeout=httpx.Timeout(5, read=0.4))  # 1.5 s in all
+        assert response.content == b"0123456789"
+        origin = ("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+        head = [(b"host", b"127.0.0.1")]
+        within = await pool.exchange(origin, b"GET", b"/v1/t", head, b"", Timeouts(5, 0.4, 5, total=5))
+        assert within.body == b"0123456789"
+        started = time.monotonic()
+        with pytest.raises(httpx.ReadTimeout, match="total_timeout_seconds"):
+            await pool.exchange(origin, b"GET", b"/v1/t", head, b"", Timeouts(5, 0.4, 5, total=0.5))
+        assert time.monotonic() - started < 1.2  # cut at the total, not after the whole trickle (1.5 s)
+        connections = server.connections
+        assert (await pool.exchange(origin, b"GET", b"/v1/t", head, b"", Timeouts(5, 0.4, 5))).body == b"0123456789"
+        assert server.connections == connections + 1  # the cut connection was not reused
 
     scenario([trickle], steps)
 
@@ -259,3 +275,18 @@ def test_closing_the_transport_closes_idle_connections() -> None:
         assert not server._writers  # the server saw the connection end
 
     scenario([answer(200, BODY)], steps)
+
+
+def test_a_request_h11_refuses_to_write_is_not_sent_and_frees_its_connection() -> None:
+    """``RequestNotSent``, not a ``LocalProtocolError`` that the upstream client read as "may have been sent" (a
+    commit of unknown state): h11 refuses before one byte is written."""
+
+    async def steps(pool: LeanTransport, server: ScriptedServer, client: httpx.AsyncClient) -> None:
+        origin = ("http", "127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+        bad = [(b"host", b"127.0.0.1"), (b"user-agent", b"a\x0bb")]
+        with pytest.raises(RequestNotSent):
+            await pool.exchange(origin, b"POST", b"/v1/t", bad, b"{}", Timeouts(1, 1, 0.3))
+        assert (await client.get("/v1/t")).status_code == 200  # the pool's one slot was given back
+        assert [head.split(b"\r\n")[0] for head in server.heads] == [b"GET /v1/t HTTP/1.1"]
+
+    scenario([answer(200, BODY)], steps, size=1)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from irc_proxy.backends.rest.upstream import LEGACY_ENDPOINTS, LEGACY_VIEW_ENDPOINTS, RestUpstream, parse_config
-from irc_proxy.errors import CommitStateUnknown, ServiceUnavailable
+from irc_proxy.errors import BadRequest, CommitStateUnknown, ServiceUnavailable
 from irc_proxy.settings import RestCatalogSettings, RestUpstreamAuthSettings
 from irc_proxy.threads import ThreadRunner
 
@@ -259,3 +259,127 @@ def test_parsed_urls_are_reused_and_their_cache_stays_bounded() -> None:
     assert seen[0] == "http://upstream.test/api/v1/namespaces/n/tables/t0?snapshots=refs"
     assert seen[-1] == seen[-2]
     assert 0 < len(client._targets) <= 1024
+
+
+def test_the_jar_drops_cookies_it_could_not_send_back_and_stays_bounded() -> None:
+    """A cookie of UTF-8 bytes made every later request a 500 (its Cookie header is not latin-1); a remote setting
+    new cookies on every answer grew the jar and every request's Cookie header without end."""
+    cookies: list[str | None] = []
+    count = iter(range(10_000))
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        cookies.append(request.headers.get("cookie"))
+        n = next(count)
+        set_cookies = [(b"set-cookie", "bad=\u20ac".encode()), (b"set-cookie", b"ctl=a\x7fb"), (b"set-cookie", b"lb=1")]
+        set_cookies += [(b"set-cookie", b"c%d-%d=x" % (n, i)) for i in range(10)]
+        return httpx.Response(200, json={}, headers=set_cookies)
+
+    client = upstream(handler)
+
+    async def steps() -> None:
+        for _ in range(20):
+            await client.send("GET", "/v1/config")
+
+    run(client, steps)
+    assert all(cookie is None or ("bad=" not in cookie and "ctl=" not in cookie) for cookie in cookies)
+    assert max(len((cookie or "").split("; ")) for cookie in cookies) <= 32
+
+
+def test_with_the_callers_token_forwarded_no_cookie_is_kept() -> None:
+    cookies: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        cookies.append(request.headers.get("cookie"))
+        return httpx.Response(200, json={}, headers={"set-cookie": "session=alice; Path=/"})
+
+    client = upstream(handler, auth={"mode": "none", "forward_caller_token": True})
+
+    async def steps() -> None:
+        for caller in ("Bearer alice", "Bearer bob"):
+            with client.calling(caller, None):
+                await client.send("GET", "/v1/config")
+
+    run(client, steps)
+    assert cookies == [None, None]
+
+
+@pytest.mark.parametrize("ambiguous", [False, True])
+def test_a_header_value_with_a_control_character_is_bad_request_before_anything_is_sent(ambiguous: bool) -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={})
+
+    client = upstream(handler)
+    with pytest.raises(BadRequest, match="user-agent header holds a control character"):
+        run(client, lambda: client.send("POST", "/v1/t", headers=[("User-Agent", "a\x0bb")], ambiguous=ambiguous))
+    assert sent == []
+
+
+def test_an_answers_headers_are_kept_as_the_bytes_sent() -> None:
+    """httpx decodes every value as UTF-8 when one is; the bytes, read as latin-1, can be written again."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={}, headers=[(b"etag", '"\u20ac"'.encode()), (b"x-a", b"1"), (b"x-a", b"2")])
+
+    client = upstream(handler)
+    answer = run(client, lambda: client.send("GET", "/v1/config"))
+    assert answer.headers["etag"].encode("latin-1") == '"\u20ac"'.encode()
+    assert answer.headers["x-a"] == "1, 2"
+
+
+@pytest.mark.parametrize("ambiguous", [False, True])
+def test_an_exchange_through_httpx_ends_at_total_timeout_seconds(ambiguous: bool) -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(5)
+        return httpx.Response(200, json={})
+
+    catalog = RestCatalogSettings.model_validate(
+        {"kind": "rest", "uri": "http://upstream.test/", "total_timeout_seconds": 0.2}
+    )
+    client = RestUpstream("remote", catalog, ThreadRunner(2), transport=httpx.MockTransport(handler))
+    expected = CommitStateUnknown if ambiguous else ServiceUnavailable
+    with pytest.raises(expected, match="ReadTimeout"):
+        run(client, lambda: client.send("POST", "/v1/t", content=b"{}", ambiguous=ambiguous))
+
+
+@pytest.mark.parametrize("token", ["a\r\nx-injected: 1", "caf\u00e9", "two words", "\u20ac"])
+def test_a_token_no_header_can_carry_is_service_unavailable_and_not_kept(token: str) -> None:
+    seen: list[str] = []
+    tokens = iter([token, "good"])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/oauth/tokens"):
+            seen.append("token")
+            return httpx.Response(200, json={"access_token": next(tokens), "token_type": "bearer"})
+        seen.append(request.headers["authorization"])
+        return httpx.Response(200, json={})
+
+    auth = RestUpstreamAuthSettings(mode="oauth2", client_id="proxy", client_secret="s3cr3t")  # type: ignore[arg-type]
+    client = upstream(handler, auth=auth.model_dump())
+
+    async def steps() -> None:
+        with pytest.raises(ServiceUnavailable, match="no Authorization header can carry"):
+            await client.send("POST", "/v1/t", content=b"{}", ambiguous=True)
+        await client.send("GET", "/v1/t")
+
+    run(client, steps)
+    assert seen == ["token", "token", "Bearer good"]
+
+
+def test_a_callers_token_with_a_control_character_is_bad_request_before_anything_is_sent() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={})
+
+    client = upstream(handler, auth={"mode": "none", "forward_caller_token": True})
+
+    async def steps() -> None:
+        with client.calling("Bearer a\x0bb", None), pytest.raises(BadRequest, match="Authorization header"):
+            await client.send("POST", "/v1/t", content=b"{}", ambiguous=True)
+
+    run(client, steps)
+    assert sent == []
