@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-import botocore.session
-from botocore.config import Config
-from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -23,12 +19,21 @@ from botocore.exceptions import (
 from irc_proxy.errors import BadRequest, CatalogError, CommitStateUnknown, Forbidden, ServiceUnavailable
 from irc_proxy.settings import AwsCredentialSettings, GlueCatalogSettings
 
+if TYPE_CHECKING:
+    import boto3
+    from botocore.config import Config
+
 THROTTLED = {"ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown"}
 DENIED = {"AccessDeniedException", "AccessDenied", "UnauthorizedOperation", "UnrecognizedClientException"}
 
 
 def session_for(settings: AwsCredentialSettings) -> boto3.Session:
     """Static keys, else the default chain; with ``role_arn``, credentials of that role (auto-refreshed)."""
+    # deferred (~0.4 s at start-up): boto3 is needed only by a catalog that calls AWS
+    import boto3
+    import botocore.session
+    from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
+
     base = boto3.Session(
         region_name=settings.region,
         aws_access_key_id=settings.access_key_id.get_secret_value() if settings.access_key_id else None,
@@ -58,6 +63,8 @@ def session_for(settings: AwsCredentialSettings) -> boto3.Session:
 
 
 def client_config(settings: GlueCatalogSettings) -> Config:
+    from botocore.config import Config  # deferred: only a Glue catalog needs botocore's client
+
     return Config(
         retries={"max_attempts": settings.max_attempts, "mode": settings.retry_mode},
         max_pool_connections=settings.max_concurrency,

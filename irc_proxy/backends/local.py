@@ -14,6 +14,7 @@ PostgreSQL, the ``PointerFeed`` (``LISTEN/NOTIFY``, the change sent in the swap'
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -100,7 +101,8 @@ class LocalBackend:
         # Not pyiceberg's SqlCatalog: it creates missing tables without a lock, and replicas starting
         # together on one fresh database collide (a duplicate key in pg_type).
         ensure_catalog_tables(self._engine, upgrade=False)
-        self._io = load_file_io({}, warehouse)
+        self._io: FileIO | None = None  # built on first use: pyiceberg's FileIO imports pyarrow (~0.5 s)
+        self._io_lock = threading.Lock()
         self._fast_reads = _fast_sqlite_reader(self._engine)
         self._pointers = LocalPointers(
             catalog_name, self._engine.dialect.name, database_url, self._fast_reads, pointer_cache_seconds, peers
@@ -116,7 +118,10 @@ class LocalBackend:
         await self._run(lambda conn: conn.execute(select(1)))
 
     def file_io(self, location: str, properties: Mapping[str, str]) -> FileIO:
-        return self._io
+        with self._io_lock:  # one FileIO per backend, as before, though threads may ask at once
+            if self._io is None:
+                self._io = load_file_io({}, self.warehouse)
+            return self._io
 
     async def _run(self, fn: Callable[[Connection], T]) -> T:
         return await self._threads.run(self._transaction, fn)

@@ -15,8 +15,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
@@ -57,6 +55,10 @@ class ObjectStore:
     """An S3 client with the storage access of FileIO ``properties`` (see the module)."""
 
     def __init__(self, properties: Mapping[str, str], timeout: float) -> None:
+        # deferred (~0.4 s at start-up): only maintenance on S3 tables builds a client
+        import boto3
+        from botocore.config import Config
+
         endpoint = _first(properties, "s3.endpoint")
         virtual = (properties.get("s3.force-virtual-addressing") or "").lower() == "true"
         path_style = (properties.get("s3.path-style-access") or "").lower() == "true" or (endpoint and not virtual)

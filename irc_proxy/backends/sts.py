@@ -11,10 +11,8 @@ import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from irc_proxy.backends.aws import aws_errors, error_code, session_for
@@ -22,6 +20,9 @@ from irc_proxy.errors import BadRequest, ServiceUnavailable
 from irc_proxy.metrics import STS_CALLS
 from irc_proxy.settings import CatalogSettings, GlueCatalogSettings, VendingSettings
 from irc_proxy.threads import ThreadRunner
+
+if TYPE_CHECKING:
+    import boto3
 
 log = logging.getLogger("irc_proxy.sts")
 STS_THROTTLED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException"}
@@ -49,6 +50,8 @@ class StsCredentials:
     """Assumes one role for one catalog; blocking boto3 calls run in the thread pool."""
 
     def __init__(self, settings: VendingSettings, base: boto3.Session, region: str, threads: ThreadRunner) -> None:
+        from botocore.config import Config  # deferred: only a catalog with vending needs botocore's client
+
         self._settings = settings
         self._threads = threads
         self._client: Any = base.client(
@@ -131,6 +134,8 @@ def sts_for(settings: CatalogSettings, threads: ThreadRunner) -> StsCredentials 
         base = session_for(settings)
         region = vending.sts_region or settings.region
     else:
+        import boto3  # deferred (~0.4 s): only a catalog with vending needs it
+
         base = boto3.Session()
         region = vending.sts_region or base.region_name or "us-east-1"
     return StsCredentials(vending, base, region, threads)

@@ -29,12 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import FileIO, InputFile, OutputFile
-from pyiceberg.io.pyarrow import ArrowScan
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import FileScanTask
@@ -52,8 +50,10 @@ from irc_proxy.memory_files import MemoryInputFile
 from irc_proxy.planning.budget import Budget
 from irc_proxy.planning.manifests import ManifestSource
 from irc_proxy.planning.planner import ScanPlanner, ScanRequest, ScanTasks
-from irc_proxy.ui import preview_reads
 from irc_proxy.ui.budget import Deadline
+
+if TYPE_CHECKING:
+    from irc_proxy.ui import preview_reads
 
 MAX_COLUMNS = 50
 """Top-level columns read and shown at most."""
@@ -246,6 +246,12 @@ def _read_file(
 ) -> tuple[list[dict[str, Any]], bool]:
     """One data file's first ``rows`` rows (as Python values), its position deletes and deletion vectors
     applied, and whether the file was cut short at the preview's decoded budget (``ui.preview_reads``)."""
+    # deferred: pyarrow (~0.3 s) is needed only once a preview reads a file, not to serve the console's routes
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import ArrowScan
+
+    from irc_proxy.ui import preview_reads
+
     data_file, deletes = planned
     path = data_file.file_path
     if data_file.file_format != FileFormat.PARQUET:
@@ -278,6 +284,8 @@ def _read_file(
 
 def _wanted(metadata: TableMetadata, projected: Schema) -> preview_reads.Wanted:
     """The columns shown, by field id and by every name the table's name mapping gives them."""
+    from irc_proxy.ui import preview_reads  # deferred with pyarrow (see _read_file)
+
     ids = frozenset(field.field_id for field in projected.fields)
     names = {field.name for field in projected.fields}
     mapping = metadata.name_mapping()

@@ -38,7 +38,7 @@ class ProxyProcess:
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("IRC_PROXY_")} | (env or {})
         self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 30.0) -> ProxyProcess:
+    def start(self, timeout: float = 90.0) -> ProxyProcess:
         log = self.log_path.open("ab")
         self._process = subprocess.Popen(
             [sys.executable, "-m", "irc_proxy", "serve", "--config", str(self.config_path), "--port", str(self.port)],

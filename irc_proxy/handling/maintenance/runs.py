@@ -33,7 +33,6 @@ from irc_proxy.handling.maintenance import metering
 from irc_proxy.handling.maintenance.children import ChildFailed, LocalChildren
 from irc_proxy.handling.maintenance.job import JOBS, Job, Limits, skipped
 from irc_proxy.handling.maintenance.policy import NamespaceLoader, Policy, namespace_layers, resolve
-from irc_proxy.handling.maintenance.runners import RUNNERS
 from irc_proxy.handling.maintenance.spark import Shape, SparkExecutor
 from irc_proxy.handling.naming import TableIdent
 from irc_proxy.handling.security.context import SYSTEM_PRINCIPAL, RequestContext
@@ -341,6 +340,9 @@ class Maintenance:
             checkpoint,
         )
         started = time.monotonic()
+        # deferred: the runners pull pyarrow and boto3, which a proxy that runs no job never needs
+        from irc_proxy.handling.maintenance.runners import RUNNERS
+
         runner = RUNNERS.get(name)
         result = skipped("not implemented yet") if runner is None else await runner(job)
         warnings = {"policy-warnings": list(policy.warnings)} if policy.warnings else {}

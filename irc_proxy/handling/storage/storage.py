@@ -9,8 +9,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
-from pyarrow.fs import FileType
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy.backends.base import Backend
@@ -198,6 +196,10 @@ def files_exist(backend: Backend, location: str) -> bool:
     parsed = parse_location(location)
     if parsed.scheme == "file":
         return os.path.lexists(unquote(parsed.path))
+    # deferred: pyarrow (~0.3 s) only for an object store, which pyiceberg reads with it anyway
+    from pyarrow.fs import FileType
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
     try:
         io = backend.file_io(location, {})
         filesystem = getattr(io, "fs_by_scheme", None)

@@ -24,7 +24,6 @@ from types import UnionType
 from typing import Any, Protocol, TypeVar, Union, get_args, get_origin
 from urllib.parse import unquote, urlparse
 
-from pyarrow.fs import AwsStandardS3RetryStrategy
 from pydantic import BaseModel, ValidationError
 from pyiceberg.exceptions import ValidationError as MetadataInvalid
 from pyiceberg.io import (
@@ -33,7 +32,6 @@ from pyiceberg.io import (
     S3_RETRY_STRATEGY_IMPL,
     FileIO,
 )
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table.metadata import TableMetadata
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden, NotFound, ServiceUnavailable
@@ -78,22 +76,15 @@ class FileTooLarge(BadRequest):
     """The file (or what it decompresses to) is larger than ``server.max_metadata_bytes``."""
 
 
+TWO_ATTEMPTS = "irc_proxy.handling.storage.s3_retry.TwoAttempts"  # a name: importing it imports pyarrow
+
+
 class NotARegularFile(BadRequest):
     """A directory, FIFO, socket or device where a file was expected."""
 
 
 class ReadTimedOut(BadRequest):
     """The file could not be read within ``server.storage_timeout_seconds``."""
-
-
-class TwoAttempts(AwsStandardS3RetryStrategy):  # type: ignore[misc]
-    """S3 retry strategy for client-driven reads: one retry, so a dead endpoint costs about two request timeouts.
-
-    pyiceberg instantiates it by name (``s3.retry-strategy-impl``) without arguments.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(max_attempts=2)
 
 
 @dataclass(frozen=True)
@@ -260,6 +251,8 @@ class BoundedReader:
 
     def file_io(self, location: str) -> FileIO:
         """The backend's FileIO with request timeouts (a derived one, rebuilt when the backend's changes)."""
+        from pyiceberg.io.pyarrow import PyArrowFileIO  # deferred: pyarrow (~0.3 s) only once a file is read
+
         base = self._backend.file_io(location, {})
         if not isinstance(base, PyArrowFileIO):
             return base
@@ -270,7 +263,7 @@ class BoundedReader:
             properties = dict(base.properties)
             for key in (S3_CONNECT_TIMEOUT, S3_REQUEST_TIMEOUT):
                 properties[key] = str(min(float(properties.get(key) or per_request), per_request))
-            properties[S3_RETRY_STRATEGY_IMPL] = f"{__name__}.{TwoAttempts.__name__}"
+            properties[S3_RETRY_STRATEGY_IMPL] = TWO_ATTEMPTS
             timed = PyArrowFileIO(properties)
             self._timed = (base, timed)
             return timed

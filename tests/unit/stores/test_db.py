@@ -76,3 +76,8 @@ def test_ping_answers_and_as_utc_adds_the_zone(engine: sa.Engine) -> None:
     assert db.as_utc(naive) == naive.replace(tzinfo=UTC)
     other = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
     assert db.as_utc(other) is other
+
+
+def test_the_cached_head_revision_is_alembics() -> None:
+    """Start-up compares the stored revision with ``HEAD_REVISION`` without Alembic: a new migration bumps it."""
+    assert db.head_revision() == db.HEAD_REVISION
