@@ -133,7 +133,14 @@ class Counter(_Family):
         return child
 
     def inc(self, amount: float = 1) -> None:
-        self.labels().inc(amount)
+        """Add to the only series of an unlabelled counter."""
+        self._only().inc(amount)
+
+    def _only(self) -> CounterChild:
+        child = self._children.get(())
+        if not isinstance(child, CounterChild):
+            raise ValueError(f"{self._name} has labels {self._labelnames}: call labels() first")
+        return child
 
 
 class HistogramChild(_Child):
@@ -209,4 +216,8 @@ class Histogram(_Family):
         return child
 
     def observe(self, amount: float) -> None:
-        self.labels().observe(amount)
+        """Observe in the only series of an unlabelled histogram."""
+        child = self._children.get(())
+        if not isinstance(child, HistogramChild):
+            raise ValueError(f"{self._name} has labels {self._labelnames}: call labels() first")
+        child.observe(amount)

@@ -116,7 +116,13 @@ def name_param(request: Request, key: str) -> str:
 
 
 def table_param(request: Request, key: str = "table") -> TableIdent:
-    return TableIdent(namespace_param(request), name_param(request, key))
+    params = request.path_params
+    return _table_ident(params["namespace"], params[key], catalog(request).codec.separator)
+
+
+@functools.lru_cache(maxsize=4096)  # pure (a TableIdent is immutable); the same tables are loaded over and over
+def _table_ident(namespace: str, name: str, separator: str) -> TableIdent:
+    return TableIdent(decode_namespace(namespace, separator), unquoted(name))
 
 
 def parent_param(request: Request) -> Namespace:
