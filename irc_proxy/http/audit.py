@@ -52,27 +52,27 @@ def submit_record(shared: AppState | None, context: RequestContext, status: int,
     Called by ``irc_proxy.http.middleware.Edge`` once the response is sent (or the request failed);
     ``shared`` is None in an app started without its lifespan (nothing to audit to).
     """
-    if shared is None or not shared.auditor.settings.enabled:
+    if shared is None:
         return
+    auditor = shared.auditor
     note = context.audit
-    if note.operation is None:
+    operation = note.operation
+    if operation is None or not auditor.settings.enabled:
         return
     params = note.params
-    separator = shared.settings.server.namespace_separator
-    prefix = params.get("prefix")
-    decision, reason = note.outcome(int(status))
-    auditor, catalogs = shared.auditor, shared.catalogs
+    status = int(status)
+    decision, reason = note.outcome(status)
     auditor.submit(
         AuditRecord(
-            time=now(),
-            principal=context.principal,
-            operation=note.operation,
-            catalog=_catalog_of(note.operation, prefix, catalogs),
-            object=note.object or object_path(params, separator),
-            status=int(status),
-            request_id=context.request_id,
-            latency_ms=latency_ms,
-            decision=decision,
-            reason=reason,
+            now(),
+            context.principal,
+            operation,
+            _catalog_of(operation, params.get("prefix"), shared.catalogs),
+            note.object or object_path(params, shared.settings.server.namespace_separator),
+            status,
+            context.request_id,
+            latency_ms,
+            decision,
+            reason,
         )
     )
