@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -76,15 +77,23 @@ class _QueuedSink:
     While records keep coming (the last write was less than ``5 * linger_seconds`` ago), the task
     waits ``linger_seconds`` before taking a batch, so a busy server writes a few large batches
     instead of one small transaction per request; after a pause the first record goes out at once.
+
+    The queue is a ``deque`` rather than an ``asyncio.Queue``: every request offers a record, and
+    ``Queue.put_nowait`` (its ``full`` check, task counting, waking a getter) cost ~2 µs of the event
+    loop's time per record. Here an offer is an append, and a wake-up only when the task is idle.
+    ``offered`` and ``handled`` do what ``Queue.join`` did: ``close`` waits until they meet.
     """
 
     name = "sink"
     linger_seconds = 0.0
 
     def __init__(self, queue_size: int, batch_size: int) -> None:
-        self.queue: asyncio.Queue[AuditRecord] = asyncio.Queue(queue_size)
+        self.queue_size = queue_size
         self.batch_size = batch_size
         self.drops = _Drops(self.name)
+        self._pending: deque[AuditRecord] = deque()
+        self._idle: asyncio.Future[None] | None = None
+        """Set while the task waits for a record: the next offer wakes it."""
         self._task: asyncio.Task[None] | None = None
         self._last_write = -1e9
         self.offered = self.handled = 0
@@ -95,35 +104,53 @@ class _QueuedSink:
         self._task = asyncio.create_task(self._drain(), name=f"audit-{self.name}")
 
     def offer(self, record: AuditRecord) -> None:
-        try:
-            self.queue.put_nowait(record)
-            self.offered += 1
-        except asyncio.QueueFull:
+        if len(self._pending) >= self.queue_size:
             self.drops.add(1, "queue full")
+            return
+        self._pending.append(record)
+        self.offered += 1
+        idle = self._idle
+        if idle is not None:
+            self._idle = None
+            if not idle.done():
+                idle.set_result(None)
+
+    def pending(self) -> int:
+        """Records waiting to be taken into a batch."""
+        return len(self._pending)
 
     async def caught_up(self, timeout: float) -> None:
         """Wait (at most ``timeout`` s) until every record offered before this call is written or dropped: a query
         of the audit trail then sees the records of the requests this replica answered before it."""
-        target = self.offered
+        await self._reach(self.offered, timeout)
+
+    async def _reach(self, target: int, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until ``handled`` reaches ``target``; whether it did (or the task ended)."""
         deadline = time.monotonic() + timeout
         while self.handled < target and self._task is not None and not self._task.done():
             left = deadline - time.monotonic()
             if left <= 0:
-                return
+                return False
             self._progress.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._progress.wait(), left)
+        return True
 
     async def write(self, batch: Sequence[AuditRecord]) -> None:
         raise NotImplementedError
 
+    async def _next_batch(self) -> list[AuditRecord]:
+        pending = self._pending
+        while not pending:
+            self._idle = asyncio.get_running_loop().create_future()
+            await self._idle
+        if self.linger_seconds and time.monotonic() - self._last_write < 5 * self.linger_seconds:
+            await asyncio.sleep(self.linger_seconds)
+        return [pending.popleft() for _ in range(min(self.batch_size, len(pending)))]
+
     async def _drain(self) -> None:
         while True:
-            batch = [await self.queue.get()]
-            if self.linger_seconds and time.monotonic() - self._last_write < 5 * self.linger_seconds:
-                await asyncio.sleep(self.linger_seconds)
-            while len(batch) < self.batch_size and not self.queue.empty():
-                batch.append(self.queue.get_nowait())
+            batch = await self._next_batch()
             try:
                 await self.write(batch)
             except asyncio.CancelledError:
@@ -132,19 +159,17 @@ class _QueuedSink:
                 self.drops.add(len(batch), f"{type(exc).__name__}: {exc}")
             finally:
                 self._last_write = time.monotonic()
-                for _ in batch:
-                    self.queue.task_done()
                 self.handled += len(batch)
                 self._progress.set()
 
     async def close(self, timeout: float) -> None:
-        """Wait (up to ``timeout``) for the queue to drain, then stop the task."""
+        """Wait (up to ``timeout``) until every record offered is written, then stop the task; what is still
+        queued then is dropped (and counted)."""
         if self._task is None:
             return
-        try:
-            await asyncio.wait_for(self.queue.join(), timeout)
-        except TimeoutError:
-            self.drops.add(self.queue.qsize(), "shutdown before it was written")
+        await self._reach(self.offered, timeout)
+        if self._pending:
+            self.drops.add(len(self._pending), "shutdown before it was written")
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
 

@@ -2,37 +2,42 @@
 
 The HTTP layer serves them at ``/metrics`` (``irc_proxy/http/metrics.py``); other layers only increment.
 Label values must stay bounded: route *templates*, catalog names from the config, operation names.
+
+The metrics every request updates (its count and duration, the backend call, the pointer and metadata caches) are
+``irc_proxy.metric_cells``' lighter counters and histograms, exposed under the same names, labels and buckets.
 """
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from irc_proxy import metric_cells
+
 # Seconds; spans fast local metadata reads to slow commits through a remote catalog.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
-REQUESTS = Counter(
+REQUESTS = metric_cells.Counter(
     "irc_proxy_http_requests_total",
     "HTTP requests answered, by method, route template, status code and catalog.",
     ["method", "route", "status", "catalog"],
 )
-REQUEST_LATENCY = Histogram(
+REQUEST_LATENCY = metric_cells.Histogram(
     "irc_proxy_http_request_duration_seconds",
     "Time from receiving a request to sending the last byte of its response.",
     ["method", "route", "catalog"],
     buckets=LATENCY_BUCKETS,
 )
-BACKEND_CALL_LATENCY = Histogram(
+BACKEND_CALL_LATENCY = metric_cells.Histogram(
     "irc_proxy_backend_call_duration_seconds",
     "Time spent in one call to a catalog backend (Glue, local SQL, remote REST), by catalog and operation.",
     ["catalog", "operation"],
     buckets=LATENCY_BUCKETS,
 )
-METADATA_CACHE_HITS = Counter(
+METADATA_CACHE_HITS = metric_cells.Counter(
     "irc_proxy_metadata_cache_hits_total",
     "Table metadata files served from the in-process cache.",
 )
-METADATA_CACHE_MISSES = Counter(
+METADATA_CACHE_MISSES = metric_cells.Counter(
     "irc_proxy_metadata_cache_misses_total",
     "Table metadata files that had to be read from storage.",
 )
@@ -121,17 +126,17 @@ MAINTENANCE_RUNNING = Gauge(
     "irc_proxy_maintenance_runs_running",
     "Maintenance runs this process is running now (queued runs are in the state database: see the console).",
 )
-POINTER_CACHE_HITS = Counter(
+POINTER_CACHE_HITS = metric_cells.Counter(
     "irc_proxy_pointer_cache_hits_total",
     "Table pointer reads (current metadata location) answered from the in-process pointer cache, by catalog.",
     ["catalog"],
 )
-POINTER_CACHE_MISSES = Counter(
+POINTER_CACHE_MISSES = metric_cells.Counter(
     "irc_proxy_pointer_cache_misses_total",
     "Table pointer reads that went to the catalog's store (database, Glue), by catalog.",
     ["catalog"],
 )
-POINTER_CACHE_INVALIDATIONS = Counter(
+POINTER_CACHE_INVALIDATIONS = metric_cells.Counter(
     "irc_proxy_pointer_cache_invalidations_total",
     "Pointer cache invalidations by cause: commit (this process), feed (another replica or Glue event), "
     "flush (the change feed reconnected or the database changed underneath), by catalog.",

@@ -1,6 +1,6 @@
 """CPU per request of the proxy's ASGI app, called directly: no socket, no HTTP parsing, no load generator.
 
-``python -m benchmarks.tools.asgi_cpu [--requests N] [--rounds R] [--profile 200|304] [--top K]``
+``python -m benchmarks.tools.asgi_cpu [--requests N] [--rounds R] [--profile 200|304] [--only 200|304|bare] [--top K]``
 
 The proxy's own cost per request is what is left when the server and the network are taken away: this calls
 ``app(scope, receive, send)`` in a loop on one event loop (uvloop when the proxy would use it), with the scope a
@@ -198,6 +198,8 @@ async def main(args: argparse.Namespace) -> None:
             if args.profile:
                 await profile(*workloads[args.profile], args.requests, args.top)
                 return
+            if args.only:  # one workload (for a sampling profiler such as py-spy run around this process)
+                workloads = {args.only: workloads[args.only]}
             results: dict[str, list[float]] = {name: [] for name in workloads}
             for i in range(args.rounds):
                 order = list(workloads) if i % 2 == 0 else list(reversed(workloads))
@@ -206,7 +208,8 @@ async def main(args: argparse.Namespace) -> None:
         print(f"loadTable answer: {len(body)} B; {args.rounds} rounds x {args.requests} requests, CPU us/request")
         for name, values in results.items():
             best, median = min(values), statistics.median(values)
-            ratio = f"  (best / bare best {best / min(results['bare']):.2f})" if name != "bare" else ""
+            bare = results.get("bare")
+            ratio = f"  (best / bare best {best / min(bare):.2f})" if bare and name != "bare" else ""
             print(f"  {name:>4}: best {best:7.1f}  median {median:7.1f}{ratio}")
 
 
@@ -248,6 +251,7 @@ def cli() -> None:
     parser.add_argument("--requests", type=int, default=5000, help="requests per round and workload")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", choices=["200", "304", "bare"], help="cProfile one workload instead")
+    parser.add_argument("--only", choices=["200", "304", "bare"], help="measure one workload only")
     parser.add_argument("--top", type=int, default=40, help="functions shown per profile order")
     run_loop(main(parser.parse_args()))
 

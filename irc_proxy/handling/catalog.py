@@ -325,6 +325,10 @@ class Catalogs:
             raise NoSuchWarehouse(f"Warehouse does not exist: {name}")
         return catalog
 
+    def has(self, name: str) -> bool:
+        """Whether a catalog is named ``name``."""
+        return name in self._catalogs
+
     def all(self) -> list[Catalog]:
         return list(self._catalogs.values())
 

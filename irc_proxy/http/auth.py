@@ -30,6 +30,7 @@ from irc_proxy.http.responses import json_response
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", TOKEN_PATH, JWKS_PATH})
+_UI_PAGES = UI_PREFIX + "/"
 MAX_LOGGED_ID = 255
 """Client ids are the caller's text: at most this much of one goes into the audit trail."""
 
@@ -55,9 +56,9 @@ class Authentication:
         shared = require(scope)
         authenticator = shared.authenticator
         sent = headers_of(scope)
-        authorization = sent.authorization
-        token = bearer_token(authorization.decode("latin-1")) if authorization else None
-        console = path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/")
+        authorization = sent.authorization.decode("latin-1") if sent.authorization else None
+        token = bearer_token(authorization) if authorization else None
+        console = path == UI_PREFIX or path.startswith(_UI_PAGES)
         if console and token is None:  # the console's pages: the session cookie carries the token
             token = cookie_from_headers(scope["headers"], session_cookie(scope["scheme"]))
             if path in OPEN_UI_PATHS:
@@ -90,7 +91,7 @@ class Authentication:
         context.principal, context.roles = principal.name, principal.roles
         if principal.grants is not None:  # a run credential: exactly its own grants
             context.grants = principal.grants
-        context.authorization = authorization.decode("latin-1") if authorization else None
+        context.authorization = authorization
         return True
 
 

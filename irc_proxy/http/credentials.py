@@ -23,10 +23,10 @@ from irc_proxy.handling.operations import delegation
 from irc_proxy.handling.operations.delegation import SIGNER_CATALOG, SIGNER_NAMESPACE, SIGNER_TABLE
 from irc_proxy.handling.vending import signing
 from irc_proxy.http import access, parsing
+from irc_proxy.http.headers import headers_of
 from irc_proxy.http.responses import json_response
 
 HEADER = "x-iceberg-access-delegation"
-_HEADER = HEADER.encode()
 CACHEABLE = frozenset({"GET", "HEAD"})
 
 
@@ -46,7 +46,8 @@ class RemoteSignRequest(BaseModel):
 
 def asked(request: Request) -> delegation.Asked:
     """The delegation modes the client asked for (comma-separated header values), and where it signs."""
-    header = next((value.decode("latin-1") for name, value in request.scope["headers"] if name == _HEADER), None)
+    sent = headers_of(request.scope).delegation  # found in the edge's one pass over the headers
+    header = None if sent is None else sent.decode("latin-1")
     if not header:  # most loads ask for nothing: no URL is built (Starlette's base_url costs ~10 µs a request)
         return NOTHING_ASKED
     modes = {mode.strip().lower() for mode in header.split(",") if mode.strip()}

@@ -41,6 +41,8 @@ UI_PREFIX = "/ui"
 _FOREIGN_SITES = frozenset({b"cross-site", b"same-site"})
 _OWN_SITE = frozenset({b"same-origin", b"none"})
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
+_UI_PAGES = UI_PREFIX + "/"
+_HOSTS_KEPT = 64
 
 
 def host_name(host: str) -> str:
@@ -60,12 +62,19 @@ class HostRule:
         self.any = "*" in names
         self.exact = frozenset(name for name in names if not name.startswith("*"))
         self.suffixes = tuple(name[1:] for name in names if name.startswith("*."))
+        self._seen: dict[str, bool] = {}
+        """Answers by the ``Host`` as sent: clients send the same one on every request (parsing it is ~1 µs)."""
 
     def allows(self, host: str) -> bool:
         if self.any:
             return True
-        name = host_name(host)
-        return name in self.exact or (bool(self.suffixes) and name.endswith(self.suffixes))
+        known = self._seen.get(host)
+        if known is None:
+            if len(self._seen) >= _HOSTS_KEPT:  # Host is the caller's text: remember a few answers, not every one
+                self._seen.clear()
+            name = host_name(host)
+            known = self._seen[host] = name in self.exact or (bool(self.suffixes) and name.endswith(self.suffixes))
+        return known
 
 
 def _origin(value: str) -> tuple[str, str] | None:
@@ -116,7 +125,7 @@ class CrossSiteGuard:
         if host and not self.hosts.allows(host):
             return Forbidden("This server does not answer to that Host name (server.allowed_hosts)")
         origin = sent.origin.decode("latin-1")
-        if path == UI_PREFIX or path.startswith(f"{UI_PREFIX}/"):
+        if path == UI_PREFIX or path.startswith(_UI_PAGES):
             # Fetch metadata first: with the console's ``Referrer-Policy: no-referrer`` Chromium sends
             # ``Origin: null`` on its own forms. Browsers without it are judged by Origin (null refused).
             if sent.site:

@@ -13,6 +13,22 @@ from typing import Any
 
 _KEY = "irc_proxy.headers"
 _HTTP1 = frozenset({"1.0", "1.1"})
+_READ = {
+    name: name
+    for name in (
+        b"authorization",
+        b"host",
+        b"content-type",
+        b"content-length",
+        b"transfer-encoding",
+        b"x-request-id",
+        b"origin",
+        b"sec-fetch-site",
+        b"if-none-match",
+        b"x-iceberg-access-delegation",
+    )
+}
+"""The header names read here (ASGI servers hand them over in lower case)."""
 
 
 class RequestHeaders:
@@ -23,6 +39,7 @@ class RequestHeaders:
         "authorizations",
         "body_declared",
         "content_type",
+        "delegation",
         "has_body",
         "host",
         "if_none_match",
@@ -42,6 +59,8 @@ class RequestHeaders:
         self.authorizations = 0
         """How many ``Authorization`` headers were sent: more than one is refused (``http.auth``), as Starlette's
         ``Headers.get`` reads the first and this scan keeps the last, so two would name two callers."""
+        self.delegation: bytes | None = None
+        """The first ``X-Iceberg-Access-Delegation`` (``http.credentials``), None when none was sent."""
         self.if_none_match: bytes | None = None
         """The first ``If-None-Match`` (as Starlette's ``Headers.get`` reads it), None when none was sent."""
         self.body_declared = False
@@ -58,25 +77,31 @@ def headers_of(scope: MutableMapping[str, Any]) -> RequestHeaders:
         return found
     sent = RequestHeaders()
     for name, value in scope["headers"]:
-        if name == b"authorization":
+        read = _READ.get(name)  # most headers (user agents, accept, …) are none of these: one lookup each
+        if read is None:
+            continue
+        if read == b"authorization":
             sent.authorization = value
             sent.authorizations += 1
-        elif name == b"host":
+        elif read == b"host":
             sent.host = value
-        elif name == b"content-type":
+        elif read == b"content-type":
             sent.content_type = value
-        elif name == b"content-length":
+        elif read == b"content-length":
             sent.body_declared = sent.body_declared or value.strip() != b"0"
-        elif name == b"transfer-encoding":
+        elif read == b"transfer-encoding":
             sent.body_declared = True
-        elif name == b"x-request-id":
+        elif read == b"x-request-id":
             sent.request_id = value
-        elif name == b"origin":
+        elif read == b"origin":
             sent.origin = value
-        elif name == b"sec-fetch-site":
+        elif read == b"sec-fetch-site":
             sent.site = value.lower()
-        elif name == b"if-none-match" and sent.if_none_match is None:
-            sent.if_none_match = value
+        elif read == b"if-none-match":
+            if sent.if_none_match is None:
+                sent.if_none_match = value
+        elif sent.delegation is None:  # x-iceberg-access-delegation
+            sent.delegation = value
     sent.has_body = sent.body_declared or scope.get("http_version") not in _HTTP1
     scope[_KEY] = sent
     return sent

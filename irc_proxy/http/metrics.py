@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote_plus
-from weakref import WeakKeyDictionary
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.requests import Request
@@ -14,6 +12,8 @@ from starlette.types import Scope
 
 from irc_proxy.handling.catalog import Catalogs
 from irc_proxy.http.app_state import app_state
+from irc_proxy.http.parsing import unquoted
+from irc_proxy.metric_cells import CounterChild, HistogramChild
 from irc_proxy.metrics import REQUEST_LATENCY, REQUESTS
 
 UNMATCHED = "unmatched"
@@ -36,10 +36,27 @@ def routed(scope: Scope) -> tuple[str, dict[str, Any]]:
             if match is Match.FULL:
                 route, params = candidate, child.get("path_params") or {}
                 break
+    if route is None:
+        return UNMATCHED, {}
+    known = _TEMPLATES.get(id(route))
+    if known is None or known[0] is not route:
+        if len(_TEMPLATES) >= _TEMPLATES_KEPT:  # apps come and go in tests: their routes are not kept forever
+            _TEMPLATES.clear()
+        known = _TEMPLATES[id(route)] = (route, _template(route))
+    return known[1], params
+
+
+def _template(route: object) -> str:
     path = getattr(route, "path", None)
     if not isinstance(path, str):
-        return UNMATCHED, {}
-    return (path.replace("/v1/", "/v1/{prefix}/", 1) if path.startswith(_CATALOG_ROOTS) else path), params
+        return UNMATCHED
+    return path.replace("/v1/", "/v1/{prefix}/", 1) if path.startswith(_CATALOG_ROOTS) else path
+
+
+_TEMPLATES: dict[int, tuple[object, str]] = {}
+"""Each route's template label, worked out once (the routes are the application's: a fixed set), by ``id``
+(Starlette's routes are not hashable) with the route itself to tell a reused ``id`` apart."""
+_TEMPLATES_KEPT = 1024
 
 
 def catalog_label(catalogs: Catalogs | None, template: str, params: dict[str, Any]) -> str:
@@ -50,18 +67,13 @@ def catalog_label(catalogs: Catalogs | None, template: str, params: dict[str, An
     prefix = params.get("prefix")
     if prefix is None:
         return str(catalogs.default)
-    name = unquote_plus(prefix)
-    names = _CATALOG_NAMES.get(catalogs)
-    if names is None:
-        names = _CATALOG_NAMES[catalogs] = frozenset(c.name for c in catalogs.all())
-    return name if name in names else UNMATCHED  # unknown prefixes: no new labels
+    name = unquoted(prefix)
+    return name if catalogs.has(name) else UNMATCHED  # unknown prefixes: no new labels
 
 
-_CATALOG_NAMES: WeakKeyDictionary[Catalogs, frozenset[str]] = WeakKeyDictionary()
-_Children = tuple[Any, Any]
+_Children = tuple[CounterChild, HistogramChild]
 _CHILDREN: dict[tuple[str, str, int, str], _Children] = {}
-"""The labelled counter and histogram of each label set seen (as bounded as the labels themselves):
-``labels()`` takes a lock and builds a key on every call."""
+"""The labelled counter and histogram of each label set seen (as bounded as the labels themselves)."""
 
 
 def observe(scope: Scope, status: int, seconds: float, catalogs: Catalogs | None) -> None:

@@ -25,11 +25,21 @@ def no_content() -> Response:
     return Response(status_code=204)
 
 
+class NotModified(Response):
+    """304 with the ``ETag`` (all a 304 carries here: no body, no length, no type).
+
+    Built directly: ``Response.__init__`` renders an empty body and works out headers that a 304 then drops."""
+
+    def __init__(self, tag: str) -> None:
+        self.status_code = 304
+        self.background = None
+        self.body = b""
+        self.raw_headers = [(b"etag", tag.encode("latin-1"))]
+
+
 def not_modified(tag: str) -> Response:
-    """304 with the ``ETag`` (all a 304 carries here: no body, no length, no type)."""
-    response = Response(status_code=304)
-    response.raw_headers = [(b"etag", tag.encode("latin-1"))]
-    return response
+    """304 with the ``ETag``."""
+    return NotModified(tag)
 
 
 def identifier(ident: TableIdent) -> dict[str, Any]:
@@ -46,6 +56,8 @@ def etag(metadata_location: str, snapshots: str) -> str:
 def etag_matches(if_none_match: str | None, tag: str) -> bool:
     if not if_none_match:
         return False
+    if if_none_match == tag:  # what a client that kept the ETag sends back: one of the candidates below, exactly
+        return True
     candidates = {c.strip().removeprefix("W/") for c in if_none_match.split(",")}
     return "*" in candidates or tag in candidates or tag.strip('"') in candidates
 
@@ -101,9 +113,25 @@ async def commit_table_body(request: Request, table: LoadedTable) -> bytes:
     return await threads.run(load_table_body, table, None, False)
 
 
+class EncodedJSON(Response):
+    """A JSON body already encoded, and its ``ETag`` if any: the headers ``Response(body, status,
+    media_type="application/json", headers={"ETag": tag})`` would have, in the same order, built directly
+    (``Response.__init__`` renders the body and lower-cases and encodes a headers dict on every load)."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes, status_code: int = 200, tag: str | None = None) -> None:
+        self.status_code = status_code
+        self.background = None
+        self.body = body
+        headers = [] if tag is None else [(b"etag", tag.encode("latin-1"))]
+        if not (status_code < 200 or status_code in (204, 304)):
+            headers.append((b"content-length", str(len(body)).encode("latin-1")))
+        headers.append((b"content-type", b"application/json"))
+        self.raw_headers = headers
+
+
 def load_table_response(table: LoadedTable, snapshots: str = "all", status: int = 200) -> Response:
     metadata = only_referenced_snapshots(table.metadata) if snapshots == "refs" else None
-    headers = {} if table.metadata_location is None else {"ETag": etag(table.metadata_location, snapshots)}
-    return Response(
-        load_table_body(table, metadata), status_code=status, media_type="application/json", headers=headers
-    )
+    tag = None if table.metadata_location is None else etag(table.metadata_location, snapshots)
+    return EncodedJSON(load_table_body(table, metadata), status, tag)

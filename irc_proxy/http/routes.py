@@ -44,7 +44,7 @@ class Operation:
     body: type[_Body] | None = None
     """The body model the operation's authorization rule reads (parsed once: the handler reads it too)."""
 
-    @property
+    @cached_property  # read several times on every request
     def endpoint(self) -> str:
         return f"{self.method} {self.template}"
 
@@ -112,14 +112,15 @@ def _dispatch(handlers: dict[str, Operation]) -> Endpoint:
         operation = handlers.get(request.method)
         if operation is None:
             raise HTTPException(405, f"Method {request.method} is not allowed here", {"Allow": ", ".join(handlers)})
-        parsing.context(request).audit.name(operation.operation_id, request.path_params)
+        context, endpoint = parsing.context(request), operation.endpoint
+        context.audit.name(operation.operation_id, request.path_params)
         target = catalog(request)
-        await target.discover(parsing.context(request))  # a remote catalog: what it serves (once)
-        if not target.serves(operation.endpoint):
-            raise Unsupported(f"{operation.endpoint} is not supported by this catalog")
+        await target.discover(context)  # a remote catalog: what it serves (once)
+        if not target.serves(endpoint):
+            raise Unsupported(f"{endpoint} is not supported by this catalog")
         if access.authorizer(request).enabled:  # the rule of handling/operations/policy.py for this operation
             await access.authorize(request, operation.operation_id, operation.body)
-        passed = await forward.passed_through(request, target, operation.endpoint)  # a remote catalog's answer
+        passed = await forward.passed_through(request, target, endpoint)  # a remote catalog's answer
         return passed if passed is not None else await operation.handler(request)
 
     return endpoint
@@ -186,16 +187,29 @@ class SegmentRouter(Router):
     scan. Routes of other kinds (mounts, ``{name:path}`` parameters) are tried for every request.
     """
 
-    _index: tuple[int, dict[tuple[int, str | None] | None, list[BaseRoute]]] | None = None
+    _index: tuple[int, dict[tuple[int, str | None] | None, list[BaseRoute]], frozenset[int]] | None = None
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
             index = self._index
             if index is None or index[0] != len(self.routes):  # built on first use (and if routes were added)
-                index = self._index = (len(self.routes), _shape_index(self.routes))
-            shapes, path = index[1], scope["path"]
+                index = self._index = (len(self.routes), _shape_index(self.routes), _plain(self.routes))
+            shapes, plain, path = index[1], index[2], scope["path"]
             count, last = path.count("/"), path.rpartition("/")[2]
             for route in shapes.get((count, last)) or shapes.get((count, None)) or shapes[None]:
+                if id(route) in plain:  # ``Route.matches`` and ``Route.handle`` without their generality
+                    assert isinstance(route, Route)
+                    found = route.path_regex.match(path)
+                    if found is None or (route.methods and scope["method"] not in route.methods):
+                        continue  # Match.NONE or Match.PARTIAL: as below
+                    params = found.groupdict()  # every parameter a StringConvertor, whose ``convert`` changes nothing
+                    earlier = scope.get("path_params")
+                    scope.setdefault("router", self)
+                    scope["route"] = route
+                    scope["endpoint"] = route.endpoint
+                    scope["path_params"] = {**earlier, **params} if earlier else params
+                    await route.app(scope, receive, send)  # ``Route.handle`` would check the method again
+                    return
                 match, child_scope = route.matches(scope)
                 if match is Match.FULL:
                     scope.setdefault("router", self)
@@ -204,6 +218,16 @@ class SegmentRouter(Router):
                     await route.handle(scope, receive, send)
                     return
         await super().app(scope, receive, send)
+
+
+def _plain(routes: list[BaseRoute]) -> frozenset[int]:
+    """The ``id`` of each route that is exactly a Starlette ``Route`` with only string parameters (every catalog
+    route): matching one is its regular expression and the method (``self.routes`` keeps them, so ids stay theirs)."""
+    return frozenset(
+        id(route)
+        for route in routes
+        if type(route) is Route and all(type(c) is StringConvertor for c in route.param_convertors.values())
+    )
 
 
 def _shape_index(routes: list[BaseRoute]) -> dict[tuple[int, str | None] | None, list[BaseRoute]]:

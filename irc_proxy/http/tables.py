@@ -76,7 +76,9 @@ async def load_table(request: Request) -> Response:
     tag = etag(location, snapshots)
     if etag_matches(parsing.if_none_match(request), tag):
         return not_modified(tag)
-    result = await table_loads.load_table(access.of(request), catalog, ident, location, credentials.asked(request))
+    # Only a catalog that vends can hand out what the client asked for (pyiceberg asks on every load).
+    asked = credentials.asked(request) if catalog.vending is not None else credentials.NOTHING_ASKED
+    result = await table_loads.load_table(access.of(request), catalog, ident, location, asked)
     return _render(result, snapshots)
 
 

@@ -79,5 +79,7 @@ async def register_table(
 async def load_table(access: Access, catalog: Catalog, ident: TableIdent, location: str, asked: Asked) -> TableResult:
     """Load the table whose current metadata is at ``location`` (read once by the caller, for its ETag)."""
     loaded = await catalog.tables.load(ident, location)
-    locations = table_locations(loaded.metadata.location, loaded.metadata.properties)
+    # The locations only matter to a catalog that vends (``table_access`` asks nothing else of the others).
+    metadata = loaded.metadata
+    locations = table_locations(metadata.location, metadata.properties) if catalog.vending is not None else []
     return _result(catalog, loaded, await delegation.table_access(access, catalog, ident, locations, asked))

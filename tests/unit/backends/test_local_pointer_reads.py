@@ -59,9 +59,9 @@ def test_a_sqlite_commit_by_another_process_is_seen_by_the_next_cached_read(tmp_
             await local.create_namespaces([("ns", {})])
             await local.swap_table_pointers([PointerSwap("ns", "t", None, "file:///m/0.json")])
             seen = [await local.load_table_pointer("ns", "t") for _ in range(3)]
-            before = hits._value.get()
+            before = hits.get()
             seen.append(await local.load_table_pointer("ns", "t"))
-            assert hits._value.get() == before + 1  # warm: answered from the cache
+            assert hits.get() == before + 1  # warm: answered from the cache
             writer = (
                 "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
                 "c.execute(\"UPDATE iceberg_tables SET metadata_location='file:///m/1.json'\"); c.commit()"

@@ -41,3 +41,5 @@ def test_the_delegation_header_is_the_first_sent_and_nothing_asked_builds_no_url
     )
     assert asked.modes == {"vended-credentials", "remote-signing"} and asked.base_url == "http://h/"
     assert credentials.asked(request([(b"host", b"h")])) is credentials.NOTHING_ASKED
+    twice = [(b"x-iceberg-access-delegation", b"remote-signing"), (b"x-iceberg-access-delegation", b"other")]
+    assert credentials.asked(request([(b"host", b"h"), *twice])).modes == {"remote-signing"}
