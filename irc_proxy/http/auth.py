@@ -22,7 +22,13 @@ from irc_proxy.errors import BadRequest, NotAuthenticated, ServiceUnavailable, T
 from irc_proxy.handling.security.authn import ANONYMOUS, TOKEN_EXCHANGE_GRANT, TokenService
 from irc_proxy.http import parsing
 from irc_proxy.http.app_state import app_state, require, scope_context
-from irc_proxy.http.console_cookie import OPEN_UI_PATHS, UI_PREFIX, cookie_from_headers, session_cookie
+from irc_proxy.http.console_cookie import (
+    OPEN_UI_PATHS,
+    UI_PREFIX,
+    cookie_from_headers,
+    is_console_path,
+    session_cookie,
+)
 from irc_proxy.http.errors import NO_STORE, response_for
 from irc_proxy.http.headers import headers_of
 from irc_proxy.http.responses import json_response
@@ -30,7 +36,6 @@ from irc_proxy.http.responses import json_response
 TOKEN_PATH = "/v1/oauth/tokens"  # noqa: S105 (a path)
 JWKS_PATH = "/.well-known/jwks.json"
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics", TOKEN_PATH, JWKS_PATH})
-_UI_PAGES = UI_PREFIX + "/"
 MAX_LOGGED_ID = 255
 """Client ids are the caller's text: at most this much of one goes into the audit trail."""
 
@@ -58,7 +63,7 @@ class Authentication:
         sent = headers_of(scope)
         authorization = sent.authorization.decode("latin-1") if sent.authorization else None
         token = bearer_token(authorization) if authorization else None
-        console = path == UI_PREFIX or path.startswith(_UI_PAGES)
+        console = is_console_path(path)
         if console and token is None:  # the console's pages: the session cookie carries the token
             token = cookie_from_headers(scope["headers"], session_cookie(scope["scheme"]))
             if path in OPEN_UI_PATHS:

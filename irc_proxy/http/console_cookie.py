@@ -13,6 +13,12 @@ OPEN_UI_PATHS = frozenset(
     {f"{UI_PREFIX}/login", f"{UI_PREFIX}/static/console.css", f"{UI_PREFIX}/oidc/start", f"{UI_PREFIX}/oidc/callback"}
 )
 """Pages anyone may fetch: the sign-in form, the OIDC sign-in's start and callback, and the stylesheet."""
+_UI_PAGES = UI_PREFIX + "/"
+
+
+def is_console_path(path: str) -> bool:
+    """Whether ``path`` is the console's (``/ui`` or under it; ``/uix`` is not)."""
+    return path == UI_PREFIX or path.startswith(_UI_PAGES)
 
 
 def cookie_from_headers(headers: list[tuple[bytes, bytes]], name: str) -> str | None:

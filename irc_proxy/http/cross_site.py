@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from irc_proxy.errors import BadRequest, CatalogError, Forbidden
 from irc_proxy.http import parsing
+from irc_proxy.http.console_cookie import is_console_path
 from irc_proxy.http.errors import response_for
 from irc_proxy.http.headers import RequestHeaders, headers_of
 
@@ -37,11 +38,9 @@ EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 FORM_PATHS = frozenset({"/v1/oauth/tokens"})
 """Writes whose body the spec defines as a form (``application/x-www-form-urlencoded``)."""
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-UI_PREFIX = "/ui"
 _FOREIGN_SITES = frozenset({b"cross-site", b"same-site"})
 _OWN_SITE = frozenset({b"same-origin", b"none"})
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
-_UI_PAGES = UI_PREFIX + "/"
 _HOSTS_KEPT = 64
 
 
@@ -125,7 +124,7 @@ class CrossSiteGuard:
         if host and not self.hosts.allows(host):
             return Forbidden("This server does not answer to that Host name (server.allowed_hosts)")
         origin = sent.origin.decode("latin-1")
-        if path == UI_PREFIX or path.startswith(_UI_PAGES):
+        if is_console_path(path):
             # Fetch metadata first: with the console's ``Referrer-Policy: no-referrer`` Chromium sends
             # ``Origin: null`` on its own forms. Browsers without it are judged by Origin (null refused).
             if sent.site:

@@ -120,7 +120,7 @@ def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         if not inspect(conn).has_table(VERSION_TABLE):
             return None
-        rows = list(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
+        rows = list(conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())  # noqa: S608 (a constant)
     if len(rows) > 1:
         raise SchemaOutOfDate(f"the state database has several schema revisions ({', '.join(sorted(rows))})")
     return rows[0] if rows else None
