@@ -5,15 +5,19 @@ Workload: one ``irc-proxy serve`` process (local catalog, SQLite), 4 tables of 4
 (``max_concurrent_runs = 2``) working without pause: a client process requests a run of every job on the 4
 tables in turn (dry runs, so every run reads all of a table's manifests and lists its files again, and
 nothing changes between rounds), each run requested once the previous one of its table finished. The
-loaded side is pyiceberg's ``RestCatalog.load_table`` of the fifth table. Phases alternate idle / busy,
-2 phases each (quick: 1), 150 loads per phase (quick: 40) after 20 warm-up loads; a busy phase starts sampling once
-a first run has finished (the worker's child has started) and goes on until 4 more have (an earlier version timed
-the loads before any run finished, which measured nothing). Goal: busy p50 / idle p50 <= 1.1.
+loaded side is pyiceberg's ``RestCatalog.load_table`` of the fifth table, in blocks of 40 loads (quick: 30) that
+alternate idle / busy, 16 rounds (quick: 6), the order flipping every round, so the machine's drift falls on both
+sides alike. A busy block starts once a run is running (the worker's child started before the first round); an idle
+block pauses the client process (SIGSTOP) and starts once no run is queued or running. Two earlier versions were
+wrong: the first timed the loads before any run finished (it measured nothing), the second timed one long idle phase
+and one long busy phase each, so a drift of the machine between phases showed as a ratio. Goal: busy p50 / idle p50
+<= 1.1.
 """
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import threading
@@ -88,7 +92,12 @@ class Busy:
         while len(self.finished) < count and time.monotonic() < deadline:
             time.sleep(0.05)
 
+    def pause(self, paused: bool) -> None:
+        """Stop (or resume) requesting runs; the runs already requested go on."""
+        self._process.send_signal(signal.SIGSTOP if paused else signal.SIGCONT)
+
     def stop(self) -> None:
+        self.pause(False)
         self._process.terminate()
         self._process.wait(timeout=30)
         self._reader.join(timeout=5)
@@ -104,11 +113,25 @@ def busy(url: str) -> Iterator[Busy]:
         keeper.stop()
 
 
+def in_flight(http: httpx.Client) -> int:
+    """How many runs are queued or running now (the newest page of the run history)."""
+    page = http.get(runs_url(), params={"pageSize": 100}).json()["runs"]
+    return sum(run["status"] in ("queued", "running") for run in page)
+
+
+def settle(http: httpx.Client, busy: bool, timeout: float = 120) -> None:
+    """Until a run is running (``busy``) or none is queued or running (idle)."""
+    deadline = time.monotonic() + timeout
+    while (in_flight(http) > 0) != busy and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not busy:
+        time.sleep(0.2)  # the worker's last bookkeeping after a run's status changed
+
+
 def run(quick: bool = False) -> list[dict[str, object]]:
-    phases, samples, appends = (1, 40, 10) if quick else (2, 150, 40)
+    rounds, block, appends = (6, 30, 10) if quick else (16, 40, 40)
     times: dict[str, list[float]] = {"busy": [], "idle": []}
-    finished: list[str] = []
-    with served_proxy(CONFIG) as proxy:
+    with served_proxy(CONFIG) as proxy, httpx.Client(base_url=proxy.url, timeout=30) as http:
         rest = RestCatalog("proxy", uri=proxy.url, warehouse="local")
         rest.create_namespace("bench")
         for i in range(TARGETS):
@@ -124,22 +147,19 @@ def run(quick: bool = False) -> list[dict[str, object]]:
 
         for _ in range(20):
             load()
-        for _ in range(phases):
-            times["idle"] += [timed(load) for _ in range(samples)]
-            with busy(proxy.url) as keeper:
-                keeper.wait_for(1, timeout=120)  # runs under way, the worker's child started
-                before = len(keeper.finished)
-                phase: list[float] = []
-                # Sample while at least TARGETS more runs finish, so every load overlaps real work.
-                while len(phase) < samples or (len(keeper.finished) < before + TARGETS and len(phase) < 20 * samples):
-                    phase.append(timed(load))
-                times["busy"] += phase
-                finished += keeper.finished
+        with busy(proxy.url) as keeper:
+            keeper.wait_for(1, timeout=120)  # runs under way, the worker's child started
+            for i in range(rounds):
+                for side in ("busy", "idle") if i % 2 else ("idle", "busy"):
+                    keeper.pause(side == "idle")
+                    settle(http, side == "busy")
+                    times[side] += [timed(load) for _ in range(block)]
+            finished = list(keeper.finished)
     workload = (
         f"pyiceberg load_table of a 10-snapshot table while the worker runs every job (dry runs) on {TARGETS} tables "
-        f"of {appends} appends, vs idle; {phases} phase(s) each of at least {samples} loads, a busy one until "
-        f"{TARGETS} more runs finished; "
-        f"runs finished meanwhile: {len(finished)} ({', '.join(sorted(set(finished))) or 'none'})"
+        f"of {appends} appends, vs idle (the run requester paused, no run queued or running); {rounds} rounds of "
+        f"{block} loads per side, alternating; runs finished meanwhile: {len(finished)} "
+        f"({', '.join(sorted(set(finished))) or 'none'})"
     )
     return latency_rows("loadTable during maintenance", workload, times, "busy", "idle", 1.1)
 
