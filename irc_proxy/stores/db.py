@@ -211,14 +211,16 @@ def _create_and_stamp(conn: Connection, metadata: MetaData) -> None:
 def upgrade(engine: Engine) -> tuple[str | None, str]:
     """Bring the schema to the newest revision under the schema lock; returns (before, after).
 
-    A brand-new database is made from the models (``create_from_models``), as at start-up."""
+    A brand-new database is made from the models (``create_from_models``), as at start-up, without Alembic."""
     with schema_lock(engine):
         before = current_revision(engine)
         if _fresh(engine, before):
             create_from_models(engine)
-        elif before != head_revision():
+            return before, HEAD_REVISION
+        head = head_revision()
+        if before != head:
             _upgrade_to_head(engine)
-    return before, head_revision()
+    return before, head
 
 
 def ensure_schema(engine: Engine, auto_upgrade: bool, initialise: bool = True) -> None:

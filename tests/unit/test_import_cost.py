@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from irc_proxy.stores.db import HEAD_REVISION
 from tests.support.server import write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +28,13 @@ from tests.support.in_process import in_process
 
 with in_process(Path(sys.argv[1])) as proxy, proxy.client() as http:
     assert http.get("/healthz").status_code == 200
+print(json.dumps(sorted(sys.modules)))
+"""
+_CLI = """
+import json, sys
+from irc_proxy.cli import main
+
+assert main(sys.argv[1:]) == 0
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -47,3 +55,13 @@ def test_the_default_config_starts_without_boto3_alembic_or_pyarrow(tmp_path: Pa
         assert not (tmp_path / "data").exists()  # nothing there yet: the start makes the state database
     loaded = set(json.loads(_python("-c", _SCRIPT, str(tmp_path)).strip().splitlines()[-1]))
     assert loaded & DEFERRED == set()
+
+
+def test_db_upgrade_makes_a_new_database_without_alembic(tmp_path: Path) -> None:
+    """``irc-proxy db upgrade`` on a new database makes it from the models too (tests run it often)."""
+    config = write_config(tmp_path)
+    printed = _python("-c", _CLI, "db", "upgrade", "--config", str(config)).strip().splitlines()
+    assert f"state database upgraded: empty -> {HEAD_REVISION}" in printed
+    assert "alembic" not in set(json.loads(printed[-1]))
+    status = _python("-m", "irc_proxy", "db", "status", "--config", str(config))  # exit 0: at the newest revision
+    assert f"state database revision: {HEAD_REVISION}" in status
