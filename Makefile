@@ -69,10 +69,21 @@ else
 endif
 
 ## The fast lane (CI runs it first, under 3 minutes): lint, types, unit tests and the behaviour suite on the
-## embedded local catalog on SQLite only (IRC_BEHAVIOUR_BACKENDS, tests/behaviour/conftest.py).
+## embedded local catalog on SQLite only (IRC_BEHAVIOUR_BACKENDS, tests/behaviour/conftest.py). The three run
+## side by side (two CPUs: ruff and mypy take one while pytest takes the other); the tests' output comes
+## first, then lint's and mypy's, each under its own heading, and any failure fails the lane.
 FAST_TESTS := tests/unit tests/behaviour
-fast: lint typecheck $(TEST_STAMP)
-	IRC_BEHAVIOUR_BACKENDS=local-sqlite $(PY) -m pytest $(FAST_TESTS) $(PYTEST_ARGS)
+LINT := $(VENV)/bin/ruff check irc_proxy tests benchmarks && $(VENV)/bin/ruff format --check irc_proxy tests benchmarks
+TYPECHECK := $(VENV)/bin/mypy
+fast: $(TEST_STAMP)
+	@logs=$$(mktemp -d "$${TMPDIR:-/tmp}/irc-proxy-fast.XXXXXX"); \
+	( { $(LINT); } >$$logs/lint.log 2>&1; echo $$? >$$logs/lint.rc ) & \
+	( $(TYPECHECK) >$$logs/typecheck.log 2>&1; echo $$? >$$logs/typecheck.rc ) & \
+	IRC_BEHAVIOUR_BACKENDS=local-sqlite $(PY) -m pytest $(FAST_TESTS) $(PYTEST_ARGS); tests=$$?; \
+	wait; for part in lint typecheck; do echo "---- $$part (exit $$(cat $$logs/$$part.rc)) ----"; \
+	cat $$logs/$$part.log; done; lint=$$(cat $$logs/lint.rc); types=$$(cat $$logs/typecheck.rc); rm -rf "$$logs"; \
+	echo "fast lane: tests exit $$tests, lint exit $$lint, typecheck exit $$types"; \
+	[ $$tests = 0 ] && [ $$lint = 0 ] && [ $$types = 0 ]
 
 ## The documentation site (docs/, mkdocs.yml, Material theme): `make docs` serves it at http://127.0.0.1:8000 and
 ## rebuilds on edits; `make docs-build` builds it into site/ with --strict (a broken link or page fails; CI runs it).
@@ -104,11 +115,10 @@ bench-deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(BENCH_DEBS) >/dev/null; }
 
 lint: $(TEST_STAMP)
-	$(VENV)/bin/ruff check irc_proxy tests benchmarks
-	$(VENV)/bin/ruff format --check irc_proxy tests benchmarks
+	$(LINT)
 
 typecheck: $(TEST_STAMP)
-	$(VENV)/bin/mypy
+	$(TYPECHECK)
 
 check: lint typecheck test
 

@@ -166,6 +166,8 @@ def test_every_table_is_declared_in_the_tables_module() -> None:
             if isinstance(node, ast.ClassDef) and any(k.arg == "table" for k in node.keywords):
                 stray.append(f"{path.relative_to(PACKAGE)}: class {node.name}")
             elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Table":
+                if path == Path(db.__file__) and getattr(node.args[0], "id", "") == "VERSION_TABLE":
+                    continue  # Alembic's own version table, which a database made from the models needs too
                 stray.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: Table(...)")
     assert stray == []
 
