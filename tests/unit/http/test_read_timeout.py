@@ -103,6 +103,8 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     sockets = config.create_sockets()
     port = sockets.insecure_sockets[0].getsockname()[1]
     loop = uvloop.new_event_loop() if loop_kind == "uvloop" else asyncio.new_event_loop()
+    loop.set_task_factory(count_read_tasks)
+    READ_TASKS.clear()
     stop = asyncio.Event()
     thread = threading.Thread(
         target=loop.run_until_complete,
@@ -120,6 +122,16 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
         loop.close()
+
+
+READ_TASKS: list[str] = []
+"""Tasks made to run a ``StreamReader.read`` (what ``wait_for`` wraps each socket read in) since the fixture began."""
+
+
+def count_read_tasks(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+    if getattr(coro, "__qualname__", "") == "StreamReader.read":
+        READ_TASKS.append(coro.__qualname__)
+    return asyncio.Task(coro, loop=loop, **kwargs)
 
 
 def connect(port: int) -> socket.socket:
@@ -181,3 +193,36 @@ def test_a_slow_but_steady_client_is_not_cut(server: int) -> None:
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             data = answer(sock)
             assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n0"), data
+
+
+@pytest.mark.parametrize(
+    ("server_class", "tasks"), [(TCPServer, "one per read"), (TimedReadTCPServer, "none")], ids=["hypercorn", "timed"]
+)
+def test_reads_run_without_a_task_each(server_class: type, tasks: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the swap: hypercorn's loop makes a task per socket read, the timed loop none."""
+    monkeypatch.setattr(hypercorn_run, "TCPServer", server_class)
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(count_read_tasks)
+    READ_TASKS.clear()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.read_timeout = 60
+    sockets = config.create_sockets()
+    port = sockets.insecure_sockets[0].getsockname()[1]
+    stop = asyncio.Event()
+    serving = worker_serve(
+        wrap_app(cast(Any, echo_length), 0, "asgi"), config, sockets=sockets, shutdown_trigger=stop.wait
+    )
+    thread = threading.Thread(target=loop.run_until_complete, args=(serving,), daemon=True)
+    thread.start()
+    try:
+        with connect(port) as sock:
+            for _ in range(5):
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert answer(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
+    assert (len(READ_TASKS) >= 5) if tasks == "one per read" else (READ_TASKS == []), READ_TASKS
