@@ -8,9 +8,11 @@ the ``IRC_PROXY_*`` environment). Host and port overrides only concern the paren
 from __future__ import annotations
 
 from irc_proxy.app import create_app
+from irc_proxy.http.read_timeout import install as install_read_loop
 from irc_proxy.logs import configure_logging
 from irc_proxy.settings import load_settings
 
 _settings = load_settings()
 configure_logging(_settings.server.log_level, _settings.server.log_format)
 app = create_app(_settings)
+install_read_loop()  # this process's hypercorn reads with one timer per connection (http/read_timeout.py)

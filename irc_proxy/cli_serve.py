@@ -52,6 +52,7 @@ def serve(settings: Settings) -> int:
     from hypercorn.utils import LifespanFailureError
 
     from irc_proxy.app import create_app
+    from irc_proxy.http.read_timeout import install as install_read_loop
     from irc_proxy.logs import configure_logging
 
     problem = listen_problem(settings.server.host, settings.server.port) or state_database_problem(settings)
@@ -67,6 +68,7 @@ def serve(settings: Settings) -> int:
     config.graceful_timeout = server.graceful_timeout_seconds
     config.read_timeout = math.ceil(server.read_timeout_seconds)  # hypercorn wants whole seconds
     config.keep_alive_timeout = server.keep_alive_timeout_seconds
+    install_read_loop()  # the read timeout as one timer per connection, not a task per read (workers: asgi.py)
     log_addresses(settings)
     log.info("authentication: %s", settings.auth.mode)
     if settings.auth.mode == "none" and not is_loopback(settings.server.host):

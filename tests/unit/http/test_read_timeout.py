@@ -1,0 +1,228 @@
+"""The read loop of ``http/read_timeout.py``: swapped into hypercorn only where it was checked, and over a real
+socket it keeps hypercorn's guarantee (a silent read ends the connection after ``read_timeout``; a client that
+keeps sending is not cut), the same as hypercorn's own ``wait_for`` loop, which is run side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from importlib.metadata import version
+from typing import Any, cast
+
+import pytest
+import uvloop
+from hypercorn.asyncio import run as hypercorn_run
+from hypercorn.asyncio.run import worker_serve
+from hypercorn.asyncio.tcp_server import TCPServer
+from hypercorn.config import Config
+from hypercorn.utils import wrap_app
+
+from irc_proxy.http.read_timeout import CHECKED_VERSIONS, TimedReadTCPServer, install
+
+READ_TIMEOUT = 0.6
+KEEP_ALIVE = 2.0
+"""Longer than the read timeout, so a close at ``READ_TIMEOUT`` is the read timeout's doing."""
+REPLACED_SOURCE = "8e7ad8f4bfca2fd27e8f698634a32519d2512b258e9168917455fada224b7e1e"
+
+
+def test_hypercorn_is_the_one_the_loop_was_checked_against() -> None:
+    """A hypercorn upgrade lands here: compare its new ``TCPServer._read_data`` (and how ``run.py`` builds
+    connections) with ``TimedReadTCPServer._read_data``, then update ``CHECKED_VERSIONS`` and this digest."""
+    assert version("hypercorn") in CHECKED_VERSIONS
+    source = inspect.getsource(TCPServer._read_data)
+    assert hashlib.sha256(source.encode()).hexdigest() == REPLACED_SOURCE, source
+    assert "await TCPServer(app, loop, config, context, lifespan_state, reader, writer)" in inspect.getsource(
+        hypercorn_run.worker_serve
+    )
+
+
+def built_class() -> object:
+    """The class ``hypercorn.asyncio.run`` builds each connection with (a name it does not export)."""
+    return cast(object, getattr(hypercorn_run, "TCPServer"))
+
+
+def test_install_swaps_the_server_hypercorn_builds() -> None:
+    try:
+        assert install() is True
+        assert built_class() is TimedReadTCPServer
+        assert install() is True  # idempotent
+    finally:
+        setattr(hypercorn_run, "TCPServer", TCPServer)
+
+
+def test_install_keeps_hypercorn_loop_when_the_name_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hypercorn_run, "TCPServer", object)
+    assert install() is False
+    assert built_class() is object
+
+
+async def echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Reads the whole body, then answers its length; a disconnect while reading ends it without an answer."""
+    if scope["type"] == "lifespan":
+        while (message := await receive())["type"] != "lifespan.shutdown":
+            await send({"type": message["type"] + ".complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    body = str(size).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture(
+    params=[
+        (TCPServer, "asyncio"),
+        (TimedReadTCPServer, "asyncio"),
+        (TCPServer, "uvloop"),
+        (TimedReadTCPServer, "uvloop"),
+    ],
+    ids=["hypercorn-asyncio", "timed-asyncio", "hypercorn-uvloop", "timed-uvloop"],
+)
+def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A hypercorn on a free port in a thread, building connections with the given class on the given event
+    loop (``serve`` runs uvloop when it is installed); yields the port."""
+    server_class, loop_kind = request.param
+    monkeypatch.setattr(hypercorn_run, "TCPServer", server_class)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.read_timeout = READ_TIMEOUT  # type: ignore[assignment]
+    config.keep_alive_timeout = KEEP_ALIVE
+    sockets = config.create_sockets()
+    port = sockets.insecure_sockets[0].getsockname()[1]
+    loop = uvloop.new_event_loop() if loop_kind == "uvloop" else asyncio.new_event_loop()
+    loop.set_task_factory(count_read_tasks)
+    READ_TASKS.clear()
+    stop = asyncio.Event()
+    thread = threading.Thread(
+        target=loop.run_until_complete,
+        args=(
+            worker_serve(
+                wrap_app(cast(Any, echo_length), 0, "asgi"), config, sockets=sockets, shutdown_trigger=stop.wait
+            ),
+        ),
+        daemon=True,
+    )
+    thread.start()
+    try:
+        yield port
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
+
+
+READ_TASKS: list[str] = []
+"""Tasks made to run a ``StreamReader.read`` (what ``wait_for`` wraps each socket read in) since the fixture began."""
+
+
+def count_read_tasks(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+    if getattr(coro, "__qualname__", "") == "StreamReader.read":
+        READ_TASKS.append(coro.__qualname__)
+    return asyncio.Task(coro, loop=loop, **kwargs)
+
+
+def connect(port: int) -> socket.socket:
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=10)
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def answer(sock: socket.socket) -> bytes:
+    data = b""
+    while not (b"\r\n\r\n" in data and data.split(b"\r\n\r\n", 1)[1]):
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        data += piece
+    return data
+
+
+def test_a_stalled_body_is_cut_after_the_read_timeout(server: int) -> None:
+    """The slowloris case: a request whose body stops coming ends ``READ_TIMEOUT`` after its last byte."""
+    with connect(server) as sock:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(READ_TIMEOUT / 2)  # half-way: the deadline counts from the last byte, not the first
+        sock.sendall(b"{")
+        started = time.monotonic()
+        data = sock.recv(65536)
+        elapsed = time.monotonic() - started
+    assert READ_TIMEOUT - 0.05 <= elapsed < READ_TIMEOUT + 0.5, elapsed
+    assert data == b"", data
+
+
+def test_a_silent_connection_is_closed_by_the_keep_alive_timeout(server: int) -> None:
+    """hypercorn 0.18's read loop ends at the read timeout, but the connection waits for its keep-alive timer
+    (the idle task in the same task group) to close: unchanged by the swap."""
+    with connect(server) as sock:
+        started = time.monotonic()
+        assert sock.recv(1) == b""
+        elapsed = time.monotonic() - started
+    assert KEEP_ALIVE - 0.05 <= elapsed < KEEP_ALIVE + 0.5, elapsed
+
+
+def test_a_slow_but_steady_client_is_not_cut(server: int) -> None:
+    with connect(server) as sock:
+        started = time.monotonic()
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n")
+        for piece in (b"a", b"b", b"c", b"d", b"e", b"f"):
+            time.sleep(READ_TIMEOUT * 0.5)
+            sock.sendall(piece)
+        assert time.monotonic() - started > 2 * READ_TIMEOUT
+        data = answer(sock)
+        assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n6"), data
+        for _ in range(3):  # keep-alive: further requests on the same connection, each after a pause
+            time.sleep(READ_TIMEOUT * 0.5)
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = answer(sock)
+            assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"\r\n\r\n0"), data
+
+
+@pytest.mark.parametrize(
+    ("server_class", "tasks"), [(TCPServer, "one per read"), (TimedReadTCPServer, "none")], ids=["hypercorn", "timed"]
+)
+def test_reads_run_without_a_task_each(server_class: type, tasks: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the swap: hypercorn's loop makes a task per socket read, the timed loop none."""
+    monkeypatch.setattr(hypercorn_run, "TCPServer", server_class)
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(count_read_tasks)
+    READ_TASKS.clear()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.read_timeout = 60
+    sockets = config.create_sockets()
+    port = sockets.insecure_sockets[0].getsockname()[1]
+    stop = asyncio.Event()
+    serving = worker_serve(
+        wrap_app(cast(Any, echo_length), 0, "asgi"), config, sockets=sockets, shutdown_trigger=stop.wait
+    )
+    thread = threading.Thread(target=loop.run_until_complete, args=(serving,), daemon=True)
+    thread.start()
+    try:
+        with connect(port) as sock:
+            for _ in range(5):
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert answer(sock).startswith(b"HTTP/1.1 200")
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
+        loop.close()
+    assert (len(READ_TASKS) >= 5) if tasks == "one per read" else (READ_TASKS == []), READ_TASKS
