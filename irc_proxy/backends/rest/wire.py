@@ -23,6 +23,9 @@ _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
 """A method or header name (h11 ``_abnf.token``)."""
 _FIELD_VALUE = re.compile(rb"([^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 """A header value as h11 writes it (``_abnf.field_value``): no NUL, no leading or trailing blank, no line break."""
+_IN_VALUE = bytes(set(range(256)) - set(b"\x00\n\r\x0b\x0c"))
+"""The bytes a header value may hold (``_FIELD_VALUE``: all but NUL and the blanks other than space and tab)."""
+_BLANKS = (b" ", b"\t")
 _TARGET = re.compile(rb"[\x21-\x7e]+")
 """A request target (``_abnf.request_target``)."""
 _STATUS_LINE = re.compile(
@@ -62,7 +65,7 @@ def _header_lines(headers: list[tuple[bytes, bytes]], size: int) -> list[bytes] 
         lower = name.lower()
         if (
             _TOKEN.fullmatch(name) is None
-            or _FIELD_VALUE.fullmatch(value) is None
+            or not _is_field_value(value)
             or lower in _H11_FRAMES
             or (lower == b"connection" and _closes(value))
             or (lower == b"host" and out[0])
@@ -141,6 +144,11 @@ def _fields(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], int | None, 
             keep_alive = False
         headers.append((name, value))
     return headers, length, keep_alive
+
+
+def _is_field_value(value: bytes) -> bool:
+    """``_FIELD_VALUE.fullmatch(value)``, in a few C passes: the regex took ~6 us for a 1 KB bearer token."""
+    return not value.translate(None, _IN_VALUE) and value[:1] not in _BLANKS and value[-1:] not in _BLANKS
 
 
 def _closes(connection: bytes) -> bool:

@@ -31,6 +31,20 @@ def test_the_grammar_is_h11s() -> None:
         assert ours.pattern == re.compile(theirs.encode("ascii")).pattern
 
 
+@settings(max_examples=2000, deadline=None)
+@given(st.binary(max_size=6) | st.lists(st.sampled_from(b" \t\x00\n\r\x0b\x0c\x1c\x7fa\xff"), max_size=5).map(bytes))
+@example(b"")
+@example(b"a\x0bb")
+def test_a_value_is_checked_as_h11s_grammar_checks_it(value: bytes) -> None:
+    assert wire._is_field_value(value) == (wire._FIELD_VALUE.fullmatch(value) is not None)
+
+
+def test_every_byte_is_checked_as_h11s_grammar_checks_it() -> None:
+    for byte in range(256):
+        for value in (bytes([byte]), b"a" + bytes([byte]), b"a" + bytes([byte]) + b"b"):
+            assert wire._is_field_value(value) == (wire._FIELD_VALUE.fullmatch(value) is not None), value
+
+
 # Requests ---------------------------------------------------------------------------------------------------------
 
 
