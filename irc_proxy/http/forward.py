@@ -17,11 +17,15 @@ from starlette.responses import Response
 
 from irc_proxy.errors import CommitStateUnknown
 from irc_proxy.handling.catalog import Catalog
-from irc_proxy.handling.federation.forwarding import UpstreamCall, UpstreamReply
+from irc_proxy.handling.federation.forwarding import PASSED_REQUEST_HEADERS, UpstreamCall, UpstreamReply
 from irc_proxy.http import parsing
 from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
+from irc_proxy.http.headers import headers_of
 
 _NAMES = ("table", "view", "plan_id")
+_SENT = {name.encode("latin-1"): name for name in (*PASSED_REQUEST_HEADERS, "authorization")}
+"""The request headers an ``UpstreamCall`` carries (ASGI names are lower-case), as text: decoding the others (a
+browser's dozen, say) was wasted work on every forwarded request."""
 
 
 async def passed_through(request: Request, catalog: Catalog, endpoint: str) -> Response | None:
@@ -46,8 +50,8 @@ async def _call(request: Request, endpoint: str) -> UpstreamCall:
         parsing.namespace_param(request) if "namespace" in request.path_params else None,
         {key.replace("_", "-"): request.path_params[key] for key in _NAMES if key in request.path_params},
         request.scope.get("query_string", b""),
-        tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]),
-        await request.body(),
+        tuple((name, v.decode("latin-1")) for k, v in request.scope["headers"] if (name := _SENT.get(k)) is not None),
+        await request.body() if headers_of(request.scope).has_body else b"",  # no receive() for a GET
         parsing.page_binding(request) if context.list_filtered else None,
     )
 

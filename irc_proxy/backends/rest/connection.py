@@ -1,4 +1,5 @@
-"""One HTTP/1.1 connection to an upstream: ``h11`` driven over an asyncio protocol.
+"""One HTTP/1.1 connection to an upstream over an asyncio protocol: the plain exchange in bytes (``wire``),
+anything else through ``h11``.
 
 Why not httpcore: for a forwarded ``loadTable`` the proxy spent most of its CPU in httpcore's and anyio's
 layers (~700 us a request against ~150 us for h11 alone, ``benchmarks/bench_rest_passthrough.py``). Why a
@@ -25,10 +26,10 @@ from typing import NamedTuple, cast
 import h11
 import httpx
 
+from irc_proxy.backends.rest import wire
+
 _HIGH_WATER = 256 << 10
 """Bytes buffered before the socket is paused (the request reads them into h11 when it resumes)."""
-_MAX_HEADERS = 100 << 10
-"""Largest status line plus headers (httpcore's ``h11`` limit)."""
 MAX_INFORMATIONAL = 8
 """Informational (1xx) answers accepted before the final one: each restarts the wait for the peer, so without a
 bound a hostile upstream could hold a request with ``100 Continue`` forever."""
@@ -133,6 +134,27 @@ class _Link(asyncio.Protocol):
             self._waiter.set_result(None)
 
 
+def _put_back(link: _Link, chunks: list[bytes]) -> None:
+    """``chunks`` (taken from ``link``, in order) in front of what arrived since, for h11 to read."""
+    link.chunks[:0] = chunks
+    link.buffered += sum(len(chunk) for chunk in chunks)
+
+
+def _h11_parser() -> h11.Connection:
+    return h11.Connection(h11.CLIENT, max_incomplete_event_size=wire.MAX_HEAD)
+
+
+def _h11_request(
+    parser: h11.Connection, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+) -> bytes:
+    """The request written by h11 (raises h11.LocalProtocolError when it refuses to)."""
+    out = [parser.send(h11.Request(method=method, target=target, headers=headers))]
+    if body:
+        out.append(parser.send(h11.Data(data=body)))
+    out.append(parser.send(h11.EndOfMessage()))
+    return b"".join(b for b in out if b)
+
+
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_exception(TimeoutError())
@@ -143,7 +165,6 @@ class Connection:
 
     def __init__(self, link: _Link) -> None:
         self._link = link
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEADERS)
         self.idle_since = 0.0
         self._poll: select.poll | None = None
         """The socket registered once for ``_readable`` (a poll object per check was a few syscalls more)."""
@@ -209,29 +230,37 @@ class Connection:
         """Send a request and read its whole answer; ``timeout`` bounds each wait for the peer, ``deadline`` (the
         loop's clock, None: none) the whole exchange, however the peer trickles.
 
-        ``headers`` must frame ``body`` (``Content-Length``) and name the ``Host``; h11 validates them (a value it
-        refuses is ``RequestNotSent``). On success the connection is ready for the next request, or closed if
-        either side will not keep it. On any failure it is closed.
+        ``headers`` must frame ``body`` (``Content-Length``) and name the ``Host``; a value h11 would refuse is
+        ``RequestNotSent``. The plain shape of an exchange is written and read by ``wire``, anything else by h11
+        (see ``wire``). On success the connection is ready for the next request, or closed if either side will not
+        keep it. On any failure it is closed.
         """
-        link, parser = self._link, self._h11
-        try:
-            out = [parser.send(h11.Request(method=method, target=target, headers=headers))]
-            if body:
-                out.append(parser.send(h11.Data(data=body)))
-            out.append(parser.send(h11.EndOfMessage()))
-        except h11.LocalProtocolError:
-            self.close()  # h11 is in its error state now; nothing was written
-            raise RequestNotSent("h11 refused to write the request (a header HTTP/1.1 does not allow)") from None
+        link = self._link
+        parser: h11.Connection | None = None
+        request = wire.request_bytes(method, target, headers, body)
+        if request is None:
+            parser = _h11_parser()
+            try:
+                request = _h11_request(parser, method, target, headers, body)
+            except h11.LocalProtocolError:
+                self.close()  # nothing was written
+                raise RequestNotSent("h11 refused to write the request (a header HTTP/1.1 does not allow)") from None
         link.busy = True
         writing = True
         try:
             if link.transport is None or link.transport.is_closing():
                 raise httpx.WriteError("the connection was closed before the request was written")
-            link.transport.write(b"".join(out))
+            link.transport.write(request)
             while link.write_paused and not link.ended:
                 await link.wait(timeout, deadline)
             writing = False
-            received = await self._read(parser, link, timeout, limit, deadline)
+            read = None if parser is not None else await self._read_plain(method, link, timeout, limit, deadline)
+            if read is None:  # not the plain shape: h11 reads it all, from the first byte
+                if parser is None:
+                    parser = _h11_parser()
+                    _h11_request(parser, method, target, headers, body)  # h11 as if it had written it
+                read = await self._read_h11(parser, link, timeout, limit, deadline)
+            received, keep = read
         except TimeoutError as exc:
             self.close()
             late = deadline is not None and asyncio.get_running_loop().time() >= deadline
@@ -248,16 +277,54 @@ class Connection:
             raise
         finally:
             link.busy = False
-        extra, _ = parser.trailing_data
-        done = parser.our_state is h11.DONE and parser.their_state is h11.DONE
-        if done and not extra and not link.chunks and not received.framed_twice:
-            parser.start_next_cycle()
-        else:
-            # Connection: close, an answer that ended the connection, or one framed both by Content-Length and
-            # Transfer-Encoding (RFC 9112 6.3: a sign of response splitting; something between us and the
-            # upstream may have framed it the other way, so what follows on the connection is not trusted)
+        if not keep or link.chunks:  # bytes past the answer: what follows on the connection is not trusted
             self.close()
         return received
+
+    async def _read_plain(
+        self, method: bytes, link: _Link, timeout: float | None, limit: int, deadline: float | None
+    ) -> tuple[Received, bool] | None:
+        """The answer and whether the connection may be kept, when ``wire`` reads it: its head complete in what
+        arrived first, its body framed by ``Content-Length``, the connection not ended before the body did. None
+        otherwise, with every byte taken put back for h11 (which reads a trickled head, and tells a truncated
+        answer with its own error)."""
+        while not link.chunks:
+            if link.ended:
+                return None
+            await link.wait(timeout, deadline)
+        taken = link.take()
+        data = taken[0] if len(taken) == 1 else b"".join(taken)
+        head = wire.read_head(data, method, limit)
+        if head is None:
+            _put_back(link, [data])
+            return None
+        end = head.start + head.length
+        chunks, size = [data], len(data)
+        while size < end:
+            if link.chunks:
+                for chunk in link.take():
+                    chunks.append(chunk)
+                    size += len(chunk)
+            elif link.ended:
+                _put_back(link, chunks)
+                return None
+            else:
+                await link.wait(timeout, deadline)
+        whole = data if len(chunks) == 1 else b"".join(chunks)
+        received = Received(head.status, head.headers, whole[head.start : end], b"1.1", head.reason)
+        return received, head.keep_alive and size == end
+
+    async def _read_h11(
+        self, parser: h11.Connection, link: _Link, timeout: float | None, limit: int, deadline: float | None
+    ) -> tuple[Received, bool]:
+        """The answer read by h11, and whether the connection may be kept. Not kept: ``Connection: close``, an
+        answer that ended the connection, or one framed both by Content-Length and Transfer-Encoding (RFC 9112
+        6.3: a sign of response splitting; something between us and the upstream may have framed it the other
+        way, so what follows on the connection is not trusted)."""
+        received = await self._read(parser, link, timeout, limit, deadline)
+        extra, _ = parser.trailing_data
+        done = parser.our_state is h11.DONE and parser.their_state is h11.DONE
+        return received, done and not extra and not received.framed_twice
 
     async def _read(
         self, parser: h11.Connection, link: _Link, timeout: float | None, limit: int, deadline: float | None

@@ -69,7 +69,8 @@ class UpstreamCall:
     """``table``/``view`` path segments, still percent-encoded as sent."""
     query: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
-    """Every request header (lower-case names); only ``PASSED_REQUEST_HEADERS`` go upstream."""
+    """The request headers (lower-case names) that may matter upstream: only ``PASSED_REQUEST_HEADERS`` go there,
+    and ``Authorization`` may stand for the caller (``forward_caller_token``); others may be left out."""
     body: bytes = b""
     pages: PageBinding | None = None
     """Seals and opens the page tokens of a filtered listing (None: tokens pass unchanged)."""

@@ -128,6 +128,31 @@ def test_chunked_head_and_informational_answers_are_read_and_keep_the_connection
     scenario(script, steps)
 
 
+def test_a_head_in_pieces_is_read_by_h11_and_bytes_past_an_answer_drop_the_connection() -> None:
+    """The plain path (``wire``) reads a head that arrived whole; one that trickles in is handed to h11 from its
+    first byte (and the connection is kept as h11 says). Bytes after an answer's body (a second answer nobody
+    asked for: response splitting) are never read as the next answer: the connection is dropped."""
+
+    async def in_pieces(writer: Any) -> None:
+        whole = answer(200, BODY, ("etag", '"e1"'))
+        for piece in (whole[:5], whole[5:30], whole[30:]):
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.02)
+
+    async def steps(pool: LeanTransport, server: ScriptedServer, client: httpx.AsyncClient) -> None:
+        for _ in range(2):
+            response = await client.get("/v1/t")
+            assert (response.status_code, response.content, response.headers["etag"]) == (200, BODY, '"e1"')
+        assert server.connections == 1
+        assert (await client.get("/v1/split")).content == b"{}"
+        assert (await client.get("/v1/t")).content == BODY  # not the smuggled 404
+        assert server.connections == 2
+
+    smuggled = answer(200, b"{}") + answer(404, b"smuggled")
+    scenario([in_pieces, in_pieces, smuggled, answer(200, BODY)], steps)
+
+
 @pytest.mark.parametrize(
     ("reply", "message"),
     [
