@@ -64,7 +64,9 @@ def h11_request(method: bytes, target: bytes, headers: list[tuple[bytes, bytes]]
 ODD = st.sampled_from([b"", b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x00", b"\x0b", b"\x7f", b"\xff", b":", b",", b"a"])
 """Bytes that matter to HTTP/1.1's grammar, inserted into or replacing parts of otherwise plain messages."""
 Mutation = tuple[float, bytes, bool]
-MUTATIONS = st.one_of(st.just([]), st.lists(st.tuples(st.floats(0, 1), ODD, st.booleans()), min_size=1, max_size=2))
+MUTATIONS: st.SearchStrategy[list[Mutation]] = st.one_of(
+    st.just([]), st.lists(st.tuples(st.floats(0, 1), ODD, st.booleans()), min_size=1, max_size=2)
+)
 """Where (a fraction of the length), what, and whether it replaces the byte there or is inserted."""
 
 
