@@ -26,7 +26,10 @@ from typing import NamedTuple, cast
 import h11
 import httpx
 
+from irc_proxy import h11_linear
 from irc_proxy.backends.rest import wire
+
+h11_linear.install()  # the fallback reader gets a hostile upstream's odd heads: no quadratic regex on them
 
 _HIGH_WATER = 256 << 10
 """Bytes buffered before the socket is paused (the request reads them into h11 when it resumes)."""
