@@ -158,6 +158,16 @@ def _h11_request(
     return b"".join(b for b in out if b)
 
 
+def _bounded_head(parser: h11.Connection, fed: int, read: int) -> int:
+    """Where the head h11 just read ends in the ``fed`` bytes (``read``: where the one before it ended); raises when
+    it is larger than ``wire.MAX_HEAD``. Why: h11's ``max_incomplete_event_size`` bounds only a head still
+    incomplete, and one that arrived whole (the socket reads up to 256 KiB before pausing) was read at any size."""
+    end = fed - len(parser.trailing_data[0])  # a copy of what h11 has not read yet: once a head, on h11's path
+    if end - read > wire.MAX_HEAD + 4:
+        raise httpx.RemoteProtocolError(f"the answer's head is larger than {wire.MAX_HEAD} bytes")
+    return end
+
+
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_exception(TimeoutError())
@@ -335,12 +345,14 @@ class Connection:
         head: h11.Response | None = None
         body: list[bytes] = []
         size, heard, informational = 0, False, 0
+        fed = read = 0  # bytes given to h11; bytes of it h11 had read up to the end of the last head
         if not link.chunks and not link.ended:
             await link.wait(timeout, deadline)  # nothing can be parsed before the answer starts arriving
         while True:
             if link.chunks:  # fed before asking h11, which spares it a call that could only answer NEED_DATA
                 heard = True
                 for chunk in link.take():
+                    fed += len(chunk)
                     parser.receive_data(chunk)
             event = parser.next_event()
             if event is h11.NEED_DATA:
@@ -358,6 +370,7 @@ class Connection:
                     raise ResponseTooLarge(f"the answer is larger than {limit} bytes")
                 body.append(bytes(event.data))
             elif isinstance(event, h11.Response):
+                read = _bounded_head(parser, fed, read)
                 head = event
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None  # h11 orders the events
@@ -368,6 +381,7 @@ class Connection:
             elif event is h11.PAUSED:  # cannot come before EndOfMessage; never spin on it
                 raise httpx.RemoteProtocolError("the answer ended in an unexpected state")
             elif isinstance(event, h11.InformationalResponse):  # a 1xx: the final answer follows, within a bound
+                read = _bounded_head(parser, fed, read)
                 informational += 1
                 if informational > MAX_INFORMATIONAL:
                     raise httpx.RemoteProtocolError(f"more than {MAX_INFORMATIONAL} informational (1xx) answers")

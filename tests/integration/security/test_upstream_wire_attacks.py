@@ -76,3 +76,15 @@ def test_an_anonymous_request_head_of_blanks_then_a_nul_is_refused_at_once(front
     assert status.startswith(b"HTTP/1.1 400"), status
     assert elapsed < 3, f"{elapsed:.1f} s to refuse one request head"
     assert httpx.get(front.url + "/v1/config?warehouse=fed", timeout=10).status_code in (200, 401)
+
+
+def test_an_answer_head_over_the_bound_is_refused_when_it_arrives_whole(
+    remote: HostileRemote, front: ProxyProcess
+) -> None:
+    """A 110 KB head in one write: h11's bound (100 KiB) held only for a head still incomplete, so the whole one
+    was read (and its 4,000 headers kept). Refused (503) like a head that trickles past the bound."""
+    headers = [b"x-%05d: %s" % (n, b"v" * 16) for n in range(4000)]
+    with remote.replying(raw(answer(b"{}", *headers)), under="/v1/p/namespaces/mine/tables/t"):
+        got = httpx.get(front.url + TABLE, timeout=60)
+    assert got.status_code == 503, (got.status_code, len(got.headers))
+    assert "RemoteProtocolError" in got.json()["error"]["message"]
