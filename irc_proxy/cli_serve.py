@@ -51,10 +51,12 @@ def serve(settings: Settings) -> int:
     from hypercorn.config import Config
     from hypercorn.utils import LifespanFailureError
 
+    from irc_proxy import h11_linear
     from irc_proxy.app import create_app
     from irc_proxy.http.read_timeout import install as install_read_loop
     from irc_proxy.logs import configure_logging
 
+    h11_linear.install()  # hypercorn reads every request head with h11: no quadratic regex on a hostile one
     problem = listen_problem(settings.server.host, settings.server.port) or state_database_problem(settings)
     if problem:
         print(f"irc-proxy: refusing to start: {problem}", file=sys.stderr)

@@ -26,7 +26,10 @@ from typing import NamedTuple, cast
 import h11
 import httpx
 
+from irc_proxy import h11_linear
 from irc_proxy.backends.rest import wire
+
+h11_linear.install()  # the fallback reader gets a hostile upstream's odd heads: no quadratic regex on them
 
 _HIGH_WATER = 256 << 10
 """Bytes buffered before the socket is paused (the request reads them into h11 when it resumes)."""
@@ -153,6 +156,31 @@ def _h11_request(
         out.append(parser.send(h11.Data(data=body)))
     out.append(parser.send(h11.EndOfMessage()))
     return b"".join(b for b in out if b)
+
+
+def _body(chunks: list[bytes], start: int, end: int) -> bytes:
+    """Bytes ``start:end`` of the ``chunks`` put end to end, copied once. Why: joining the chunks and then slicing
+    the body out held the answer three times at the peak (a hostile remote's answer of ``max_response_mb`` cost
+    three times that in memory, h11's path two)."""
+    if len(chunks) == 1:
+        return chunks[0][start:end]
+    parts, offset = [], 0
+    for chunk in chunks:  # bytes past ``end`` may span several chunks (they close the connection)
+        low, high = max(start - offset, 0), min(end - offset, len(chunk))
+        if low < high:
+            parts.append(memoryview(chunk)[low:high])
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+def _bounded_head(parser: h11.Connection, fed: int, read: int) -> int:
+    """Where the head h11 just read ends in the ``fed`` bytes (``read``: where the one before it ended); raises when
+    it is larger than ``wire.MAX_HEAD``. Why: h11's ``max_incomplete_event_size`` bounds only a head still
+    incomplete, and one that arrived whole (the socket reads up to 256 KiB before pausing) was read at any size."""
+    end = fed - len(parser.trailing_data[0])  # a copy of what h11 has not read yet: once a head, on h11's path
+    if end - read > wire.MAX_HEAD + 4:
+        raise httpx.RemoteProtocolError(f"the answer's head is larger than {wire.MAX_HEAD} bytes")
+    return end
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
@@ -310,8 +338,7 @@ class Connection:
                 return None
             else:
                 await link.wait(timeout, deadline)
-        whole = data if len(chunks) == 1 else b"".join(chunks)
-        received = Received(head.status, head.headers, whole[head.start : end], b"1.1", head.reason)
+        received = Received(head.status, head.headers, _body(chunks, head.start, end), b"1.1", head.reason)
         return received, head.keep_alive and size == end
 
     async def _read_h11(
@@ -332,12 +359,14 @@ class Connection:
         head: h11.Response | None = None
         body: list[bytes] = []
         size, heard, informational = 0, False, 0
+        fed = read = 0  # bytes given to h11; bytes of it h11 had read up to the end of the last head
         if not link.chunks and not link.ended:
             await link.wait(timeout, deadline)  # nothing can be parsed before the answer starts arriving
         while True:
             if link.chunks:  # fed before asking h11, which spares it a call that could only answer NEED_DATA
                 heard = True
                 for chunk in link.take():
+                    fed += len(chunk)
                     parser.receive_data(chunk)
             event = parser.next_event()
             if event is h11.NEED_DATA:
@@ -355,6 +384,7 @@ class Connection:
                     raise ResponseTooLarge(f"the answer is larger than {limit} bytes")
                 body.append(bytes(event.data))
             elif isinstance(event, h11.Response):
+                read = _bounded_head(parser, fed, read)
                 head = event
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None  # h11 orders the events
@@ -365,6 +395,7 @@ class Connection:
             elif event is h11.PAUSED:  # cannot come before EndOfMessage; never spin on it
                 raise httpx.RemoteProtocolError("the answer ended in an unexpected state")
             elif isinstance(event, h11.InformationalResponse):  # a 1xx: the final answer follows, within a bound
+                read = _bounded_head(parser, fed, read)
                 informational += 1
                 if informational > MAX_INFORMATIONAL:
                     raise httpx.RemoteProtocolError(f"more than {MAX_INFORMATIONAL} informational (1xx) answers")
