@@ -8,12 +8,14 @@ import math
 import re
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from irc_proxy import __version__
 from irc_proxy.settings import base_url
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from irc_proxy.settings import Settings
 
 log = logging.getLogger("irc_proxy")
@@ -100,17 +102,28 @@ def serve(settings: Settings) -> int:
         await hypercorn_serve(create_app(settings), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
 
     try:
-        if uvloop:
-            import uvloop as libuv_loop
-
-            libuv_loop.run(run())
-        else:
-            asyncio.run(run())
+        _run_loop(run(), uvloop)
     except LifespanFailureError as exc:  # a catalog could not be set up: say why in one line
         log.debug("start-up failed: %s", exc)
         print(f"irc-proxy: refusing to start: {startup_failure(str(exc))}", file=sys.stderr)
         return 2
     return 0
+
+
+def _run_loop(main: Coroutine[Any, Any, None], uvloop: bool) -> None:
+    """Run ``main`` on uvloop or asyncio's loop. However it ends, the log lines still pending (the access log
+    writes once per loop iteration: ``irc_proxy.logs``) are written then, before anything else is printed."""
+    from irc_proxy.logs import flush_logs
+
+    try:
+        if uvloop:
+            import uvloop as libuv_loop
+
+            libuv_loop.run(main)
+        else:
+            asyncio.run(main)
+    finally:
+        flush_logs()
 
 
 def use_uvloop(choice: str) -> bool:

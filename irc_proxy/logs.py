@@ -1,109 +1,40 @@
-"""Logging set-up: ``text`` or ``json`` lines, each carrying the id of the request it belongs to.
+"""Logging set-up: one handler on the root logger writing ``text`` or ``json`` lines (``irc_proxy.log_format``), and
+the access log's lane (:func:`info`) that writes the same lines without a ``LogRecord``.
 
-Every line is masked (``irc_proxy.masking.mask_text``) after it is formatted, so a URL with a
-password or a token in it never reaches the log, whoever logged it (our code, SQLAlchemy's
-exception texts, hypercorn's tracebacks). And every record stays one line (``irc_proxy.text``): a
-client's text in a message (a name, a client id, a raw path) cannot start a forged line or drive the
-reader's terminal. Text lines escape control characters; a traceback's own line breaks are kept, but
-each of its lines is indented, so none of them can pass for a record of its own. JSON lines escape
-what ``json.dumps`` leaves raw (C1 controls, U+2028/U+2029, bidi controls).
-
-``REQUEST_ID`` is set by the HTTP layer for the duration of a request; worker threads see it too
-(anyio copies the context into them), so any layer may read it, e.g. to pass it upstream.
+Lines of the lane are written once per event loop iteration rather than one by one: a write and a flush per
+line cost more than building the line, and a busy server answers several requests per iteration. They wait in
+the handler (``ProxyHandler.pending``) only until the next iteration of the loop that wrote them (a callback
+the first of them schedules), or until any other line is written (that line goes after them: the order is the
+order of the calls), the handler is flushed (``logging.shutdown`` at exit does, and ``irc-proxy serve`` when its
+loop ends, however it ends), or ``PENDING_LINES`` of them wait. Outside an event loop a line is written at once.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import time
-from contextvars import ContextVar
-from datetime import UTC, datetime
-from typing import Any, Literal, TextIO
+import weakref
+from asyncio import AbstractEventLoop
+from asyncio import _get_running_loop as running_loop
+from collections import deque
+from typing import Literal, TextIO
 
+from irc_proxy.log_format import REQUEST_ID, TEXT_FORMAT, JsonFormatter, MaskingFormatter, RequestIdFilter
 from irc_proxy.masking import mask_text
-from irc_proxy.text import field, json_safe, printable
+from irc_proxy.text import field
 
-REQUEST_ID: ContextVar[str] = ContextVar("irc_proxy_request_id", default="-")
-TEXT_FORMAT = "%(asctime)s %(levelname)s [%(request_id_text)s] %(name)s %(message)s"
-
-
-class RequestIdFilter(logging.Filter):
-    """Stamp every record with the current request id (``-`` outside requests)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id = REQUEST_ID.get()
-        record.request_id_text = field(request_id)  # a client may send it: one plain or quoted column
-        return True
-
-
-class MaskingFormatter(logging.Formatter):
-    """The standard text format with credentials masked, one record per line (continuations indented)."""
-
-    _second: tuple[int, str] = (-1, "")
-    """The last second formatted (``time.strftime`` per record cost more than the rest of an access log line)."""
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        if datefmt:
-            return super().formatTime(record, datefmt)
-        return self.stamp(record.created, record.msecs)
-
-    def stamp(self, created: float, msecs: float) -> str:
-        """``asctime`` of a record made at ``created`` (``msecs`` as ``LogRecord`` computes them)."""
-        second = int(created)
-        cached, text = self._second
-        if cached != second:
-            text = time.strftime(self.default_time_format, self.converter(created))
-            self._second = (second, text)
-        return f"{text},{int(msecs):03d}"  # logging's ``default_msec_format``
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        return printable(super().formatMessage(record))
-
-    def formatException(self, ei: Any) -> str:
-        return _indented(super().formatException(ei))
-
-    def formatStack(self, stack_info: str) -> str:
-        return _indented(super().formatStack(stack_info))
-
-    def format(self, record: logging.LogRecord) -> str:
-        return mask_text(super().format(record))
-
-
-def _indented(text: str) -> str:
-    """A traceback as continuation lines: each line indented, control characters other than line breaks escaped."""
-    return "\n".join("  " + printable(line) for line in text.split("\n"))
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, request_id (and the exception, if any)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        exception = self.formatException(record.exc_info) if record.exc_info else None
-        request_id = getattr(record, "request_id", REQUEST_ID.get())
-        return self.line(record.created, record.levelname, record.name, record.getMessage(), request_id, exception)
-
-    @staticmethod
-    def line(
-        created: float, level: str, logger: str, message: str, request_id: str, exception: str | None = None
-    ) -> str:
-        """One record's line (also written by :func:`info` without a record)."""
-        moment = datetime.fromtimestamp(created, UTC)
-        entry = {
-            "time": moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "level": level,
-            "logger": logger,
-            "message": message,
-            "request_id": request_id,
-        }
-        if exception is not None:
-            entry["exception"] = exception
-        return json_safe(mask_text(json.dumps(entry, ensure_ascii=False)))
+PENDING_LINES = 256
+"""Lines of the lane that may wait for their loop's next iteration (a coroutine that never yields would keep
+them waiting): the one that makes this many writes them all."""
+_Pending = tuple[str, logging.Logger, str, tuple[object, ...]]
+_HANDLERS: weakref.WeakSet[ProxyHandler] = weakref.WeakSet()
 
 
 class ProxyHandler(logging.StreamHandler[TextIO]):
     """The handler ``configure_logging`` installs: a ``StreamHandler`` that remembers its own filter and formatter,
-    so :func:`info` can tell whether they are still the ones in place."""
+    so :func:`info` can tell whether they are still the ones in place, and holds the lane's lines until the
+    end of their loop's iteration (the module's docstring)."""
 
     def __init__(self, formatter: MaskingFormatter | JsonFormatter) -> None:
         super().__init__()
@@ -111,12 +42,84 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
         self.setFormatter(formatter)
         self.own_filters = list(self.filters)
         self.own_formatter = formatter
+        self.pending: deque[_Pending] = deque()
+        """The lane's lines not written yet, each with what ``handleError`` reports if its write fails."""
+        self._flush_on: AbstractEventLoop | None = None
+        """The loop whose next iteration writes ``pending`` (``None``: none scheduled)."""
+        _HANDLERS.add(self)
+
+    def add(self, line: str, logger: logging.Logger, message: str, args: tuple[object, ...]) -> None:
+        """Write ``line`` (of ``logger.info(message, *args)``) at the end of this loop iteration, or now outside
+        a loop. ``deque.append`` is atomic: another thread's write (under the lock) takes it or leaves it whole."""
+        pending = self.pending
+        pending.append((line, logger, message, args))
+        loop = running_loop()
+        if loop is None or len(pending) >= PENDING_LINES:
+            self.flush()
+        elif self._flush_on is not loop:
+            self._flush_on = loop
+            loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self._flush_on = None
+        if self.pending:
+            self.flush()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Any other record: after the lane's lines written before it (``handle`` holds the lock)."""
+        if self.pending:
+            self._write_pending()
+        super().emit(record)
+
+    def flush(self) -> None:
+        """Write the pending lines and flush the stream (``StreamHandler.flush`` with the pending lines first)."""
+        lock = self.lock
+        assert lock is not None  # ``Handler.createLock`` made it
+        with lock:
+            if self.pending:
+                self._write_pending()
+            elif self.stream and hasattr(self.stream, "flush"):
+                self.stream.flush()
+
+    def _write_pending(self) -> None:
+        """Write the pending lines in one go and flush the stream (the caller holds the lock). A failed write is
+        reported for each of its lines, as logging reports a failed ``emit``, and never made again: the stream
+        may hold part of it already (a full non-blocking pipe takes it later), and a second write would log it
+        twice."""
+        pending, taken = self.pending, []
+        while pending:
+            taken.append(pending.popleft())
+        terminator = self.terminator
+        try:
+            self.stream.write("".join([entry[0] + terminator for entry in taken]))
+            self.stream.flush()
+        except Exception:
+            for _, logger, message, args in taken:
+                self.handleError(logger.makeRecord(logger.name, logging.INFO, "(unknown file)", 0, message, args, None))
+
+
+def _forget_pending() -> None:
+    """In a forked child: the parent writes its own pending lines; the child must not write them again."""
+    for handler in list(_HANDLERS):
+        handler.pending.clear()
+        handler._flush_on = None
+
+
+os.register_at_fork(after_in_child=_forget_pending)
+
+
+def flush_logs() -> None:
+    """Write every line still pending (``irc-proxy serve`` calls this when its loop has ended)."""
+    for handler in list(_HANDLERS):
+        handler.flush()
 
 
 def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
     """Send every logger's records to stderr in ``log_format`` (replacing earlier handlers)."""
     handler = ProxyHandler(JsonFormatter() if log_format == "json" else MaskingFormatter(TEXT_FORMAT))
     root = logging.getLogger()
+    for earlier in root.handlers:  # their pending lines before any of the new handler's
+        earlier.flush()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # Neither format shows the caller, thread or process: skip collecting them for every record
@@ -156,38 +159,25 @@ def _sole_handler(logger: logging.Logger) -> ProxyHandler | None:
 
 
 def info(logger: logging.Logger, message: str, *args: object) -> None:
-    """``logger.info(message, *args)``, written straight to the stream when the set-up is ``configure_logging``'s.
+    """``logger.info(message, *args)``, the line handed straight to the handler when the set-up is
+    ``configure_logging``'s.
 
-    The access log writes a line per request, and a ``LogRecord``, the filter, the handler's and the
-    formatter's calls cost a fifth of a 304's CPU. With the set-up ``configure_logging`` made (checked on every
-    call: :func:`_sole_handler`), the line is built here the same way its formatter builds it, byte for byte
-    (request id, time, one-line escaping, masking) and written under the handler's lock; a failed write is reported
-    through the handler's ``handleError`` as logging reports one. In any other set-up this is ``logger.info``.
+    The access log writes a line per request, and a ``LogRecord``, the filter, the handler's and the formatter's
+    calls, a write and a flush per line cost more than a third of a 304's CPU. With the set-up ``configure_logging``
+    made (checked on every call: :func:`_sole_handler`), the line is built by the formatter's ``line``, byte for
+    byte what its ``format`` makes of the record (request id, time, one-line escaping, masking), and written with
+    the other lines of this loop iteration (``ProxyHandler.add``); a failed write is reported through the handler's
+    ``handleError`` as logging reports one. In any other set-up this is ``logger.info``.
     """
     handler = _sole_handler(logger)
     if handler is None:
         logger.info(message, *args)
         return
     created = time.time()
-    msecs = int((created - int(created)) * 1000) + 0.0  # as ``LogRecord``
     text = message % args if args else message
-    request_id = REQUEST_ID.get()
-    formatter = handler.own_formatter
-    if isinstance(formatter, MaskingFormatter):
-        stamp, level = formatter.stamp(created, msecs), logging.getLevelName(logging.INFO)
-        line = mask_text(printable(f"{stamp} {level} [{field(request_id)}] {logger.name} {text}"))
-    else:
-        line = JsonFormatter.line(created, logging.getLevelName(logging.INFO), logger.name, text, request_id)
-    handler.acquire()
-    try:
-        handler.stream.write(line + handler.terminator)
-        handler.flush()
-    except Exception:
-        # Reported as logging reports a failed ``emit``, never written again: the line may be in the stream's
-        # buffer already (a full non-blocking pipe takes it later), and a second write would log it twice.
-        handler.handleError(logger.makeRecord(logger.name, logging.INFO, "(unknown file)", 0, message, args, None))
-    finally:
-        handler.release()
+    level = logging.getLevelName(logging.INFO)
+    line = handler.own_formatter.line(created, level, logger.name, REQUEST_ID.get(), text)
+    handler.add(line, logger, message, args)
 
 
 def column(text: str, limit: int) -> str:

@@ -24,7 +24,8 @@ from irc_proxy.http.errors import ROUTE_HANDLERS, error_answer, response_for, un
 from irc_proxy.http.headers import headers_of
 from irc_proxy.http.metrics import observe
 from irc_proxy.http.request_ids import new_request_id
-from irc_proxy.logs import REQUEST_ID, column, info
+from irc_proxy.log_format import REQUEST_ID
+from irc_proxy.logs import column, info
 from irc_proxy.text import field
 
 access_log = logging.getLogger("irc_proxy.access")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -9,20 +11,15 @@ import logging.handlers
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from irc_proxy.logs import (
-    REQUEST_ID,
-    TEXT_FORMAT,
-    JsonFormatter,
-    MaskingFormatter,
-    RequestIdFilter,
-    column,
-    configure_logging,
-    info,
-)
+from irc_proxy.log_format import REQUEST_ID, TEXT_FORMAT, JsonFormatter, MaskingFormatter, RequestIdFilter
+from irc_proxy.logs import PENDING_LINES, column, configure_logging, flush_logs, info
 from irc_proxy.text import UNSAFE, field
 
 FORGED = "x\n2026-01-01 00:00:00,000 INFO [-] irc_proxy.access GET /v1/forged 200\x1b[2J\x85\u2028\u202e"
@@ -174,3 +171,166 @@ def test_a_column_is_one_quoted_token_cut_after_its_limit() -> None:
     assert json.loads(cut) == "/" + "a" * 9 + "...(21 more)"
     # masked before the cut: half a password is not left where the masking of the line no longer sees a URL
     assert "pw" not in column("/x/https://user:pw@host/" + "b" * 50, 20)
+
+
+# Any input: the lane against logging's own handler and formatter, for client text built from the pieces that
+# matter (URLs with passwords and tokens, ``password=`` in any case, quotes, escapes, white space, control, line
+# separator and bidi characters, text that casefolds into a name) and any time (second and rounding boundaries).
+PIECES = st.sampled_from(
+    [
+        "a",
+        "Z",
+        "0",
+        " ",
+        "/",
+        "?",
+        "&",
+        ";",
+        "#",
+        "=",
+        "@",
+        ":",
+        "//",
+        "://",
+        "https://",
+        "u:pw@h",
+        "token=",
+        "s3cret",
+        "password=",
+        "PassWd=",
+        "pwd=",
+        "\u017f",  # long s: casefolds to s
+        "***",
+        "[",
+        "]",
+        '"',
+        "'",
+        "\\",
+        "\t",
+        "\n",
+        "\r",
+        "\x00",
+        "\x1b[2J",
+        "\x7f",
+        "\x85",
+        "\u2028",
+        "\u202e",
+        "\ufeff",
+        "é",
+        "中",
+        "%",
+        "%s",
+        "\U0001f600",
+        "\ud800",
+    ]
+)
+CLIENT_TEXT = st.lists(PIECES, max_size=12).map("".join)
+SECONDS = st.one_of(
+    st.floats(min_value=0, max_value=2**33, allow_nan=False),
+    st.builds(
+        lambda whole, frac: whole + frac,
+        st.integers(0, 2**33),
+        st.sampled_from([0.0, 0.0005, 0.9995, 0.9999995, 0.99999949, 0.0000005]),
+    ),
+)
+
+
+@contextlib.contextmanager
+def logging_to_buffer(log_format: str, created: float) -> Iterator[io.StringIO]:
+    """``configure_logging`` writing to a buffer, ``time.time()`` fixed at ``created``; logging restored after."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    now = time.time
+    time.time = lambda: created  # logging's records and the lane both read it
+    try:
+        configure_logging("info", log_format)  # type: ignore[arg-type]
+        buffer = io.StringIO()
+        cast(logging.StreamHandler[Any], root.handlers[0]).setStream(buffer)
+        yield buffer
+    finally:
+        time.time = now
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    log_format=st.sampled_from(["text", "json"]),
+    created=SECONDS,
+    method=CLIENT_TEXT,
+    path=CLIENT_TEXT,
+    request_id=CLIENT_TEXT,
+    client=CLIENT_TEXT,
+    took=st.floats(allow_nan=True, allow_infinity=True),
+    status=st.integers(100, 599),
+)
+def test_the_lane_writes_what_logging_writes_for_any_client_text_and_time(
+    log_format: str, created: float, method: str, path: str, request_id: str, client: str, took: float, status: int
+) -> None:
+    access = logging.getLogger("irc_proxy.access")
+    args = (column(method, 32), column(path, 1024), status, took, field(request_id), f" client={client}")
+    token = REQUEST_ID.set(request_id)
+    try:
+        with logging_to_buffer(log_format, created) as buffer:
+            info(access, ACCESS, *args)
+            access.info(ACCESS, *args)
+            info(access, path, *())  # a message of the caller's own, without arguments
+            access.info(path)
+    finally:
+        REQUEST_ID.reset(token)
+    lines = buffer.getvalue().split("\n")
+    assert lines[-1] == "" and len(lines) == 5
+    assert lines[0] == lines[1]
+    assert lines[2] == lines[3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(created=SECONDS)
+def test_the_lanes_times_are_loggings_and_datetimes(created: float) -> None:
+    standard = logging.Formatter(TEXT_FORMAT)
+    made = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
+    made.created, made.msecs = created, int((created - int(created)) * 1000) + 0.0
+    line = MaskingFormatter(TEXT_FORMAT).line(created, "INFO", "x", "-", "m")
+    assert line == f"{standard.formatTime(made)} INFO [-] x m"
+    moment = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert JsonFormatter().stamp(created) == moment
+
+
+def test_the_lanes_lines_wait_for_the_loops_next_iteration_and_keep_their_order(
+    configured: Callable[[str], io.StringIO],
+) -> None:
+    buffer = configured("text")
+    access, other = logging.getLogger("irc_proxy.access"), logging.getLogger("irc_proxy.test")
+
+    async def requests() -> list[list[str]]:
+        seen = []
+        info(access, "first")
+        info(access, "second")
+        seen.append(buffer.getvalue().splitlines())  # nothing yet: they wait for the end of the iteration
+        other.warning("third")  # any other line goes after them
+        info(access, "fourth")
+        seen.append(buffer.getvalue().splitlines())
+        await asyncio.sleep(0)
+        seen.append(buffer.getvalue().splitlines())
+        for i in range(PENDING_LINES):  # a coroutine that never yields: written once this many wait
+            info(access, "busy %d", i)
+        seen.append(buffer.getvalue().splitlines())
+        return seen
+
+    before, after_other, next_iteration, busy = asyncio.run(requests())
+    assert before == []
+    assert [line.rsplit(" ", 1)[1] for line in after_other] == ["first", "second", "third"]
+    assert [line.rsplit(" ", 1)[1] for line in next_iteration] == ["first", "second", "third", "fourth"]
+    assert len(busy) == 4 + PENDING_LINES
+
+
+def test_a_line_left_when_its_loop_ends_is_written_by_a_flush(configured: Callable[[str], io.StringIO]) -> None:
+    buffer = configured("json")
+    loop = asyncio.new_event_loop()
+    loop.call_soon(info, logging.getLogger("irc_proxy.access"), "last %s", "words")
+    loop.call_soon(loop.stop)  # before the flush the line scheduled
+    loop.run_forever()
+    loop.close()
+    assert buffer.getvalue() == ""
+    flush_logs()  # what ``irc-proxy serve`` calls when its loop has ended (and ``logging.shutdown`` at exit)
+    assert json.loads(buffer.getvalue())["message"] == "last words"
