@@ -176,6 +176,19 @@ class HistogramChild(_Child):
         return found
 
 
+def count_and_observe(counter: CounterChild, histogram: HistogramChild, amount: float) -> None:
+    """``counter.inc()`` and ``histogram.observe(amount)`` in one call (a request's two metrics): the same updates,
+    each under its own child's lock, without the two method calls and ``inc``'s check of its argument."""
+    bounds = histogram._bounds
+    index = bisect_left(bounds, amount)
+    with counter._lock:
+        counter._value += 1
+    with histogram._lock:
+        histogram._sum += amount
+        if amount <= bounds[index]:
+            histogram._counts[index] += 1
+
+
 class _GoFloats(dict[float, str]):
     """Bucket bounds as prometheus_client writes them in ``le`` (``floatToGoString``), each worked out once."""
 

@@ -13,7 +13,7 @@ from starlette.types import Scope
 from irc_proxy.handling.catalog import Catalogs
 from irc_proxy.http.app_state import app_state
 from irc_proxy.http.parsing import unquoted
-from irc_proxy.metric_cells import CounterChild, HistogramChild
+from irc_proxy.metric_cells import CounterChild, HistogramChild, count_and_observe
 from irc_proxy.metrics import REQUEST_LATENCY, REQUESTS
 
 UNMATCHED = "unmatched"
@@ -38,12 +38,18 @@ def routed(scope: Scope) -> tuple[str, dict[str, Any]]:
                 break
     if route is None:
         return UNMATCHED, {}
+    return _known(route)[1], params
+
+
+def _known(route: object) -> tuple[object, str, bool]:
+    """``route``, its template label and whether that is a catalog route's (``_TEMPLATES``)."""
     known = _TEMPLATES.get(id(route))
     if known is None or known[0] is not route:
         if len(_TEMPLATES) >= _TEMPLATES_KEPT:  # apps come and go in tests: their routes are not kept forever
             _TEMPLATES.clear()
-        known = _TEMPLATES[id(route)] = (route, _template(route))
-    return known[1], params
+        template = _template(route)
+        known = _TEMPLATES[id(route)] = (route, template, template.startswith(_CATALOG_TEMPLATE))
+    return known
 
 
 def _template(route: object) -> str:
@@ -53,16 +59,18 @@ def _template(route: object) -> str:
     return path.replace("/v1/", "/v1/{prefix}/", 1) if path.startswith(_CATALOG_ROOTS) else path
 
 
-_TEMPLATES: dict[int, tuple[object, str]] = {}
-"""Each route's template label, worked out once (the routes are the application's: a fixed set), by ``id``
-(Starlette's routes are not hashable) with the route itself to tell a reused ``id`` apart."""
+_CATALOG_TEMPLATE = "/v1/{prefix}/"
+_TEMPLATES: dict[int, tuple[object, str, bool]] = {}
+"""Each route's template label (and whether it is a catalog route's), worked out once (the routes are the
+application's: a fixed set), by ``id`` (Starlette's routes are not hashable) with the route itself to tell a
+reused ``id`` apart."""
 _TEMPLATES_KEPT = 1024
 
 
 def catalog_label(catalogs: Catalogs | None, template: str, params: dict[str, Any]) -> str:
     """The catalog a request addressed: its ``{prefix}``, the default catalog, or empty when none applies
     (or when the app runs without its lifespan: no ``catalogs``)."""
-    if catalogs is None or not template.startswith("/v1/{prefix}/"):
+    if catalogs is None or not template.startswith(_CATALOG_TEMPLATE):
         return ""
     prefix = params.get("prefix")
     if prefix is None:
@@ -80,21 +88,34 @@ def observe(scope: Scope, status: int, seconds: float, catalogs: Catalogs | None
     """Count and time one answered request by method, route template, status and catalog.
 
     ``scope`` is the one the router saw (it records the matched route there); requests answered
-    before routing (a 401, an idempotent replay) are matched here.
+    before routing (a 401, an idempotent replay) are matched here. A routed request takes the short way
+    (the route's known template, ``catalog_label`` inline): this runs for every request.
     """
-    method = scope["method"] if scope["method"] in _METHODS else "OTHER"
-    route, params = routed(scope)
-    catalog = catalog_label(catalogs, route, params)
-    key = (method, route, status, catalog)
-    children = _CHILDREN.get(key)
+    method = scope["method"]
+    if method not in _METHODS:
+        method = "OTHER"
+    route = scope.get("route")
+    if route is None:
+        template, params = routed(scope)
+        catalog = catalog_label(catalogs, template, params)
+    else:
+        _, template, in_catalog = _known(route)
+        if catalogs is None or not in_catalog:
+            catalog = ""
+        else:
+            prefix = (scope.get("path_params") or {}).get("prefix")
+            if prefix is None:
+                catalog = str(catalogs.default)
+            else:
+                name = unquoted(prefix)
+                catalog = name if catalogs.has(name) else UNMATCHED
+    children = _CHILDREN.get((method, template, status, catalog))
     if children is None:
-        children = (
-            REQUESTS.labels(method, route, str(status), catalog),
-            REQUEST_LATENCY.labels(method, route, catalog),
+        children = _CHILDREN[method, template, status, catalog] = (
+            REQUESTS.labels(method, template, str(status), catalog),
+            REQUEST_LATENCY.labels(method, template, catalog),
         )
-        _CHILDREN[key] = children
-    children[0].inc()
-    children[1].observe(seconds)
+    count_and_observe(children[0], children[1], seconds)
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
