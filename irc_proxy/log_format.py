@@ -51,8 +51,9 @@ class MaskingFormatter(logging.Formatter):
 
     def __init__(self, fmt: str | None = None) -> None:
         super().__init__(fmt)
-        self._heads: dict[tuple[str, str], tuple[str, str]] = {}
-        """A level's and a logger's parts of a ``line``, escaped and masked."""
+        self._heads: dict[str, tuple[str, str, str]] = {}
+        """By logger: the level name they were made for, then the level's and the logger's parts of a ``line``,
+        escaped and masked."""
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         if datefmt:
@@ -92,15 +93,15 @@ class MaskingFormatter(logging.Formatter):
         cached, day = self._second
         if cached != second:
             day = self._day(created, second)
-        heads = self._heads.get((level, logger))
-        if heads is None:
-            heads = self._heads[level, logger] = (_masked(level + " "), _masked(logger + " "))
+        heads = self._heads.get(logger)
+        if heads is None or heads[0] is not level:
+            heads = self._heads[logger] = (level, _masked(level + " "), _masked(logger + " "))
         column = f"[{field(request_id)}] "
         if "=" in column or "://" in column:
             column = mask_text(column)
         text = printable(text)
         # LogRecord's msecs: int((created - int(created)) * 1000), 0..999 for any time after 1970
-        return f"{day},{_MILLIS[int((created - second) * 1000)]} {heads[0]}{column}{heads[1]}{mask_text(text)}"
+        return f"{day},{_MILLIS[int((created - second) * 1000)]} {heads[1]}{column}{heads[2]}{mask_text(text)}"
 
     def _day(self, created: float, second: int) -> str:
         text = time.strftime(self.default_time_format, self.converter(created))

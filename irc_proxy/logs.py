@@ -44,24 +44,13 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
         self.own_formatter = formatter
         self.pending: deque[_Pending] = deque()
         """The lane's lines not written yet, each with what ``handleError`` reports if its write fails."""
-        self._flush_on: AbstractEventLoop | None = None
+        self.flush_on: AbstractEventLoop | None = None
         """The loop whose next iteration writes ``pending`` (``None``: none scheduled)."""
         _HANDLERS.add(self)
 
-    def add(self, line: str, logger: logging.Logger, message: str, args: tuple[object, ...]) -> None:
-        """Write ``line`` (of ``logger.info(message, *args)``) at the end of this loop iteration, or now outside
-        a loop. ``deque.append`` is atomic: another thread's write (under the lock) takes it or leaves it whole."""
-        pending = self.pending
-        pending.append((line, logger, message, args))
-        loop = running_loop()
-        if loop is None or len(pending) >= PENDING_LINES:
-            self.flush()
-        elif self._flush_on is not loop:
-            self._flush_on = loop
-            loop.call_soon(self._scheduled_flush)
-
-    def _scheduled_flush(self) -> None:
-        self._flush_on = None
+    def scheduled_flush(self) -> None:
+        """The callback the first pending line of a loop iteration schedules on its loop."""
+        self.flush_on = None
         if self.pending:
             self.flush()
 
@@ -102,7 +91,7 @@ def _forget_pending() -> None:
     """In a forked child: the parent writes its own pending lines; the child must not write them again."""
     for handler in list(_HANDLERS):
         handler.pending.clear()
-        handler._flush_on = None
+        handler.flush_on = None
 
 
 os.register_at_fork(after_in_child=_forget_pending)
@@ -166,7 +155,7 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
     calls, a write and a flush per line cost more than a third of a 304's CPU. With the set-up ``configure_logging``
     made (checked on every call: :func:`_sole_handler`), the line is built by the formatter's ``line``, byte for
     byte what its ``format`` makes of the record (request id, time, one-line escaping, masking), and written with
-    the other lines of this loop iteration (``ProxyHandler.add``); a failed write is reported through the handler's
+    the other lines of this loop iteration (``ProxyHandler.pending``); a failed write is reported through the handler's
     ``handleError`` as logging reports one. In any other set-up this is ``logger.info``.
     """
     handler = _sole_handler(logger)
@@ -177,7 +166,16 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
     text = message % args if args else message
     level = logging.getLevelName(logging.INFO)
     line = handler.own_formatter.line(created, level, logger.name, REQUEST_ID.get(), text)
-    handler.add(line, logger, message, args)
+    # Pending until the end of this loop iteration (at once outside a loop). ``deque.append`` is atomic: another
+    # thread's write (under the handler's lock) takes the line or leaves it whole.
+    pending = handler.pending
+    pending.append((line, logger, message, args))
+    loop = running_loop()
+    if loop is None or len(pending) >= PENDING_LINES:
+        handler.flush()
+    elif handler.flush_on is not loop:
+        handler.flush_on = loop
+        loop.call_soon(handler.scheduled_flush)
 
 
 def column(text: str, limit: int) -> str:

@@ -34,6 +34,8 @@ PATH_SHOWN = 1024
 METHOD_SHOWN = 32
 """Characters of a method an access log line shows (HTTP/2 lets a client send any)."""
 _HTTP1 = frozenset({"1.0", "1.1"})
+_METHOD_COLUMNS = {method: column(method, METHOD_SHOWN) for method in ("GET", "HEAD", "POST", "PUT", "DELETE")}
+"""The access log's method column of the usual methods, made once (any other is made per request)."""
 
 
 def _route_path(raw_path: bytes) -> str:
@@ -151,14 +153,14 @@ def _record(scope: Scope, inner: Scope, context: RequestContext, took: float, sh
     observe(inner, status, took, shared.catalogs if shared is not None else None)
     submit_record(shared, context, status, took * 1000)
     if access_log.isEnabledFor(logging.INFO):
-        raw_path = scope.get("raw_path")
+        method, raw_path = scope["method"], scope.get("raw_path")
         path = (raw_path or scope.get("path", "").encode()).decode("latin-1")
         client = context.client_id  # the token endpoint's client, escaped: it is the caller's text
         extra = f" client={quote(client[:128], safe='@._-:+')}" if client else ""
         info(  # the method, the path and the id are the client's (HTTP/2 allows spaces): one column each
             access_log,
             "%s %s %d %.1fms id=%s%s",
-            column(scope["method"], METHOD_SHOWN),
+            _METHOD_COLUMNS.get(method) or column(method, METHOD_SHOWN),
             column(path, PATH_SHOWN),
             status,
             took * 1000,
