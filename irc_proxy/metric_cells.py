@@ -4,8 +4,10 @@ A request used to cost ~7 µs of metrics: prometheus_client's ``Counter.inc`` (~
 (~2.4 µs) check their arguments, and each value (every bucket of a histogram) has its own lock and wrapper
 object; a request made two observations and two or three increments. Here a labelled child is one small object:
 ``inc`` adds to a float and ``observe`` finds its bucket with ``bisect`` and adds to a list, each under one
-uncontended lock (~0.1 µs). The lock stays because some of these metrics are also updated from worker threads
-(the metadata cache serves scan planning's threads): an unlocked ``+=`` could lose an update there.
+uncontended lock (~0.1 µs); ``count_and_observe`` makes a request's two updates in one call (with the labels
+found the short way, ``http.metrics.observe`` measured alone costs ~3.5 µs, 4.5 before). The lock stays because
+some of these metrics are also updated from worker threads (the metadata cache serves scan planning's threads):
+an unlocked ``+=`` could lose an update there.
 
 The values turn into prometheus_client's samples only when ``/metrics`` is scraped: each family is a
 ``Collector`` registered in the registry as prometheus_client's own metric would be, with the same name, help,
