@@ -185,7 +185,7 @@ class DatabaseSink(_QueuedSink):
     table. SQLAlchemy's ``conn.execute(insert(...), dicts)`` compiled the statement and ran every value through
     its type processors for each batch: on SQLite, batches of 450, ~28 µs of CPU a record with the dicts built,
     ~16 µs now, of which SQLite's own insert into the table and its three indexes is ~11 µs (2026-11, a 2-vCPU VM;
-    in a served app under load the worker thread's CPU per record went from ~50 µs to ~20 µs). The values are
+    under `asgi_cpu`, the worker thread's CPU per record went from ~50 µs to ~20 µs). The values are
     the ones SQLAlchemy would send: on SQLite ``time`` becomes the text SQLAlchemy's ``DateTime`` stores
     (``_sqlite_time``); PostgreSQL's driver is given the ``datetime`` itself, as before
     (``tests/unit/stores/test_audit_rows.py`` compares rows written both ways on both databases).
