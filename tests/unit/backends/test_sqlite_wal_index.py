@@ -29,6 +29,9 @@ for line in sys.stdin:
     elif verb == "scribble":  # a hostile local process: garbage over the wal-index header
         with open(sys.argv[1] + "-shm", "r+b") as shm:
             shm.seek(int(arg)); shm.write(bytes(range(7, 103)))
+    elif verb == "tear":  # the first header copy put back as it was: what a torn read would show
+        with open(sys.argv[1] + "-shm", "r+b") as shm:
+            shm.write(bytes.fromhex(arg))
     print("ok", flush=True)
 """
 
@@ -72,6 +75,13 @@ def run(tmp_path: Path, steps: list[tuple[str, str]]) -> tuple[int, int]:
                     by_header += local._wal_index.header() is not None
                     assert await local.load_table_pointer("ns", "t") == truth, (reads, verb, arg)
                     continue
+                if verb == "tear":  # a commit, then the first header copy as it was before it
+                    before = local._wal_index.header()
+                    assert before is not None
+                    writer.do("commit", arg)
+                    truth = arg
+                    writer.do("tear", before.hex())
+                    continue
                 writer.do(verb, arg)
                 if verb == "commit":
                     truth = arg
@@ -112,6 +122,14 @@ def test_garbage_in_the_shm_costs_a_miss_never_a_stale_pointer(tmp_path: Path) -
         steps += [("scribble", offset), ("read", ""), ("read", ""), ("commit", f"file:///m/{offset}.json")]
         steps += [("read", ""), ("checkpoint", "TRUNCATE"), ("read", ""), ("commit", f"file:///m/x{offset}.json")]
         steps += [("read", "")]
+    run(tmp_path, steps)
+
+
+def test_header_copies_that_differ_are_not_trusted(tmp_path: Path) -> None:
+    """After a commit, the first copy shows the header from before it (a torn read, or a hostile writer):
+    the copies differ, SQLite's own look runs (and recovers the index), the commit is seen."""
+    steps = [("read", ""), ("read", ""), ("tear", "file:///m/1.json"), ("read", ""), ("read", "")]
+    steps += [("commit", "file:///m/2.json"), ("read", "")]
     run(tmp_path, steps)
 
 
