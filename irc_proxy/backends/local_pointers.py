@@ -1,6 +1,6 @@
 """The local backend's pointer cache and how it hears that a pointer moved.
 
-On SQLite, the wal-index header in the ``-shm`` file (``WalIndex``, read through a mmap: ~0.3 us, no
+On SQLite, the wal-index header in the ``-shm`` file (``WalIndex``, read through a mmap: ~0.8 us, no
 syscall) moves whenever any connection (this process's writers, another worker process, a bare sqlite3
 writer) commits to the file: checked on every cached read, it makes the cache exact with no ttl. When the
 header is in doubt (a write in progress, garbage, no mapping), ``PRAGMA data_version`` on the event-loop
@@ -53,7 +53,7 @@ class LocalPointers:
             self._cache = PointerCache(catalog, ttl=ttl)
             self._feed = PointerFeed.shared((peers or Peers()).feeds, database_url)
             self._feed.attach(catalog, self._cache)
-        elif ttl > 0 and fast_reads is not None:  # any writer moves data_version: no ttl needed
+        elif ttl > 0 and fast_reads is not None:  # any writer moves the wal-index header: no ttl needed
             self._cache = PointerCache(catalog)
             self._cache.trusted = self._sqlite_unchanged
 

@@ -13,7 +13,10 @@ process, a mapping that failed) gives ``None``: the caller asks SQLite itself (t
 can therefore cost a cache miss, never hide a commit that SQLite would see. The mapping is the file our
 reader connection holds open: while that connection has the WAL open (after its first read) it keeps a
 shared lock on the database, so no other connection can take it out of WAL mode, use an exclusive
-(heap-memory) wal-index, or recreate the ``-shm`` file.
+(heap-memory) wal-index, or recreate the ``-shm`` file. A local process that truncates the ``-shm``
+kills the server with SIGBUS at the next look, as it would at SQLite's own next read (its own mapping
+of the same file; checked with SQLite 3 and Python 3.11): no new exposure, and not guarded (an
+``fstat`` per look would cost the syscall saved).
 """
 
 from __future__ import annotations
