@@ -7,7 +7,8 @@ several swaps commit atomically (multi-table transactions) and replicas sharing 
 never lose a commit.
 
 Pointer reads are answered from a per-process ``PointerCache`` while nothing changed: on SQLite,
-``PRAGMA data_version`` (moved by any other connection's commit, in any process) says so; on
+the wal-index header in the ``-shm`` file, read through a mmap (``WalIndex``; rewritten by every
+commit, in any process), says so, with ``PRAGMA data_version`` when the header is in doubt; on
 PostgreSQL, the ``PointerFeed`` (``LISTEN/NOTIFY``, the change sent in the swap's transaction).
 """
 
@@ -46,6 +47,7 @@ from sqlalchemy.exc import IntegrityError
 from irc_proxy.backends.base import Capability, DroppedTable, Listing, PointerSwap, Properties
 from irc_proxy.backends.local_pointers import LocalPointers
 from irc_proxy.backends.pointer_cache import Peers
+from irc_proxy.backends.sqlite_wal_index import WalIndex
 from irc_proxy.dberrors import database_errors
 from irc_proxy.errors import (
     AlreadyExists,
@@ -104,12 +106,23 @@ class LocalBackend:
         self._io: FileIO | None = None  # built on first use: pyiceberg's FileIO imports pyarrow (~0.5 s)
         self._io_lock = threading.Lock()
         self._fast_reads = _fast_sqlite_reader(self._engine)
+        self._wal_index: WalIndex | None = None
+        if self._fast_reads is not None and self._engine.url.database:
+            self._wal_index = WalIndex.open(self._fast_reads, self._engine.url.database)
         self._pointers = LocalPointers(
-            catalog_name, self._engine.dialect.name, database_url, self._fast_reads, pointer_cache_seconds, peers
+            catalog_name,
+            self._engine.dialect.name,
+            database_url,
+            self._fast_reads,
+            pointer_cache_seconds,
+            peers,
+            self._wal_index,
         )
 
     async def close(self) -> None:
         await self._pointers.close()
+        if self._wal_index is not None:
+            self._wal_index.close()
         if self._fast_reads is not None:
             self._fast_reads.close()
         self._engine.dispose()

@@ -6,7 +6,7 @@ answers it from memory while the backend's change signal says nothing changed:
 
 - this process's own commits, drops, renames and registers invalidate their keys right after they land;
 - ``trusted`` (set by the backend) says whether entries may be served at all right now: a SQLite file
-  whose ``data_version`` moved, or a PostgreSQL change feed that has not proven itself caught up
+  whose wal-index header (``-shm``) moved, or a PostgreSQL change feed that has not proven itself caught up
   recently, answers False, and every read goes to the store;
 - other replicas' changes arrive through the backend's feed (``backends.pointer_feed``, Glue events);
 - ``ttl`` bounds how long an entry lives when writers may bypass the proxy (None: no bound needed).
