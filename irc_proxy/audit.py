@@ -217,8 +217,9 @@ class DatabaseSink(_QueuedSink):
             )
             for r in batch
         ]
-        for i, row in enumerate(rows):  # one string per row tells whether any of its text is not ASCII
-            if not f"{row[1]}{row[2]}{row[3]}{row[4]}{row[5]}{row[6]}{row[8]}".isascii():
+        for i, row in enumerate(rows):  # one string per row tells whether any of its text may not be storable
+            text = f"{row[1]}{row[2]}{row[3]}{row[4]}{row[5]}{row[6]}{row[8]}"
+            if len(text) > _SHORTEST or not text.isascii() or "\x00" in text:
                 rows[i] = _storable(row)
         with self.engine.begin() as conn:
             conn.exec_driver_sql(self._sql, rows)
@@ -286,18 +287,39 @@ def _sqlite_times() -> Callable[[datetime], str]:
     return text
 
 
+_LENGTHS: tuple[int | None, ...] = tuple(
+    getattr(AuditRecordRow.__table__.c[name].type, "length", None)  # type: ignore[attr-defined]
+    for name in _COLUMNS
+)
+"""Each column's ``VARCHAR`` length (``None``: unbounded), in ``_COLUMNS`` order."""
+_SHORTEST = min(length for length in _LENGTHS[1:] if length is not None and length >= 128)
+"""A row whose texts (the client's: principal, catalog, object, request id) add up to no more characters than this
+fits every column the client's text goes to (``operation`` and ``decision`` are the proxy's own words)."""
+
+
 def _storable(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``row`` with any text that is not valid Unicode (a lone surrogate, which Python's JSON decoding lets into a
-    ``str``) made storable: the database refuses it, and one such record made the sink drop its whole batch, other
-    callers' records with it. Called only for a row with text that is not ASCII."""
-    return tuple(_valid_text(value) if isinstance(value, str) else value for value in row)
+    """``row`` with each text made storable on every database: one record the database refuses made the sink drop
+    its whole batch, other callers' records with it. PostgreSQL refuses text that is not valid Unicode (a lone
+    surrogate, which Python's JSON decoding lets into a ``str``), a NUL character (``%00`` in a path's name) and a
+    text longer than its ``VARCHAR`` (a 2000-character namespace in a path, any caller's 404): the first two are
+    stored escaped (``\\ud800``, ``\\x00``), the last cut to the column's length, ending in ``...(N more)``.
+    Called only for a row with text that is not ASCII, holds a NUL or is long (``_SHORTEST``)."""
+    return tuple(
+        _valid_text(value, length) if isinstance(value, str) else value
+        for value, length in zip(row, _LENGTHS, strict=True)
+    )
 
 
-def _valid_text(value: str) -> str:
+def _valid_text(value: str, length: int | None) -> str:
     try:
         value.encode()
     except UnicodeEncodeError:
-        return value.encode(errors="backslashreplace").decode()
+        value = value.encode(errors="backslashreplace").decode()
+    if "\x00" in value:
+        value = value.replace("\x00", "\\x00")
+    if length is not None and len(value) > length:
+        more = f"...({len(value) - length} more)"
+        value = value[: length - len(more)] + more
     return value
 
 
