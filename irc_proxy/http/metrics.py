@@ -13,7 +13,7 @@ from starlette.types import Scope
 from irc_proxy.handling.catalog import Catalogs
 from irc_proxy.http.app_state import app_state
 from irc_proxy.http.parsing import unquoted
-from irc_proxy.metric_cells import CounterChild, HistogramChild, count_and_observe
+from irc_proxy.metric_cells import CounterChild, HistogramChild
 from irc_proxy.metrics import REQUEST_LATENCY, REQUESTS
 
 UNMATCHED = "unmatched"
@@ -38,18 +38,12 @@ def routed(scope: Scope) -> tuple[str, dict[str, Any]]:
                 break
     if route is None:
         return UNMATCHED, {}
-    return _known(route)[1], params
-
-
-def _known(route: object) -> tuple[object, str, bool]:
-    """``route``, its template label and whether that is a catalog route's (``_TEMPLATES``)."""
     known = _TEMPLATES.get(id(route))
     if known is None or known[0] is not route:
         if len(_TEMPLATES) >= _TEMPLATES_KEPT:  # apps come and go in tests: their routes are not kept forever
             _TEMPLATES.clear()
-        template = _template(route)
-        known = _TEMPLATES[id(route)] = (route, template, template.startswith(_CATALOG_TEMPLATE))
-    return known
+        known = _TEMPLATES[id(route)] = (route, _template(route))
+    return known[1], params
 
 
 def _template(route: object) -> str:
@@ -60,10 +54,9 @@ def _template(route: object) -> str:
 
 
 _CATALOG_TEMPLATE = "/v1/{prefix}/"
-_TEMPLATES: dict[int, tuple[object, str, bool]] = {}
-"""Each route's template label (and whether it is a catalog route's), worked out once (the routes are the
-application's: a fixed set), by ``id`` (Starlette's routes are not hashable) with the route itself to tell a
-reused ``id`` apart."""
+_TEMPLATES: dict[int, tuple[object, str]] = {}
+"""Each route's template label, worked out once (the routes are the application's: a fixed set), by ``id``
+(Starlette's routes are not hashable) with the route itself to tell a reused ``id`` apart."""
 _TEMPLATES_KEPT = 1024
 
 
@@ -88,34 +81,21 @@ def observe(scope: Scope, status: int, seconds: float, catalogs: Catalogs | None
     """Count and time one answered request by method, route template, status and catalog.
 
     ``scope`` is the one the router saw (it records the matched route there); requests answered
-    before routing (a 401, an idempotent replay) are matched here. A routed request takes the short way
-    (the route's known template, ``catalog_label`` inline): this runs for every request.
+    before routing (a 401, an idempotent replay) are matched here.
     """
     method = scope["method"]
     if method not in _METHODS:
         method = "OTHER"
-    route = scope.get("route")
-    if route is None:
-        template, params = routed(scope)
-        catalog = catalog_label(catalogs, template, params)
-    else:
-        _, template, in_catalog = _known(route)
-        if catalogs is None or not in_catalog:
-            catalog = ""
-        else:
-            prefix = (scope.get("path_params") or {}).get("prefix")
-            if prefix is None:
-                catalog = str(catalogs.default)
-            else:
-                name = unquoted(prefix)
-                catalog = name if catalogs.has(name) else UNMATCHED
+    template, params = routed(scope)
+    catalog = catalog_label(catalogs, template, params)
     children = _CHILDREN.get((method, template, status, catalog))
     if children is None:
         children = _CHILDREN[method, template, status, catalog] = (
             REQUESTS.labels(method, template, str(status), catalog),
             REQUEST_LATENCY.labels(method, template, catalog),
         )
-    count_and_observe(children[0], children[1], seconds)
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
