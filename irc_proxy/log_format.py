@@ -62,11 +62,7 @@ class MaskingFormatter(logging.Formatter):
 
     def stamp(self, created: float, msecs: float) -> str:
         """``asctime`` of a record made at ``created`` (``msecs`` as ``LogRecord`` computes them)."""
-        second = int(created)
-        cached, text = self._second
-        if cached != second:
-            text = self._day(created, second)
-        return f"{text},{int(msecs):03d}"  # logging's ``default_msec_format``
+        return f"{self._day(created)},{int(msecs):03d}"  # logging's ``default_msec_format``
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         return printable(super().formatMessage(record))
@@ -89,10 +85,7 @@ class MaskingFormatter(logging.Formatter):
         or mask (digits and ``-: ,``); the level's and the logger's parts are worked out once; the request id's
         column is a ``field`` (nothing to escape) and is masked only when it holds ``=`` or ``://``.
         """
-        second = int(created)
-        cached, day = self._second
-        if cached != second:
-            day = self._day(created, second)
+        day = self._day(created)
         heads = self._heads.get(logger)
         if heads is None or heads[0] is not level:
             heads = self._heads[logger] = (level, _masked(level + " "), _masked(logger + " "))
@@ -101,11 +94,16 @@ class MaskingFormatter(logging.Formatter):
             column = mask_text(column)
         text = printable(text)
         # LogRecord's msecs: int((created - int(created)) * 1000), 0..999 for any time after 1970
-        return f"{day},{_MILLIS[int((created - second) * 1000)]} {heads[1]}{column}{heads[2]}{mask_text(text)}"
+        millis = _MILLIS[int((created - int(created)) * 1000)]
+        return f"{day},{millis} {heads[1]}{column}{heads[2]}{mask_text(text)}"
 
-    def _day(self, created: float, second: int) -> str:
-        text = time.strftime(self.default_time_format, self.converter(created))
-        self._second = (second, text)
+    def _day(self, created: float) -> str:
+        """``asctime`` without the milliseconds, each second's text made once."""
+        second = int(created)
+        cached, text = self._second
+        if cached != second:
+            text = time.strftime(self.default_time_format, self.converter(created))
+            self._second = (second, text)
         return text
 
 
