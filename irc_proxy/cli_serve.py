@@ -112,7 +112,7 @@ def serve(settings: Settings) -> int:
 
 def _run_loop(main: Coroutine[Any, Any, None], uvloop: bool) -> None:
     """Run ``main`` on uvloop or asyncio's loop. However it ends, the log lines still pending (the access log
-    writes once per loop iteration: ``irc_proxy.logs``) are written then, before anything else is printed."""
+    writes its lines in batches: ``irc_proxy.logs``) are written then, before anything else is printed."""
     from irc_proxy.logs import flush_logs
 
     try:

@@ -1,15 +1,14 @@
 """Logging set-up: one handler on the root logger writing ``text`` or ``json`` lines (``irc_proxy.log_format``), and
 the access log's lane (:func:`info`) that writes the same lines without a ``LogRecord``.
 
-Lines of the lane are written once per event loop iteration rather than one by one: a write and a flush per
-line (a system call each) were a third of the lane's cost, and a busy server answers several requests per
-iteration. They wait in the handler (``ProxyHandler.pending``) only until the next iteration of the loop that
-wrote them (a callback the first of them schedules), or until any other line is written (that line goes after
-them: the order is the order of the calls), the handler is flushed (``logging.shutdown`` at exit does, and
-``irc-proxy serve`` when its loop ends, however it ends), or ``PENDING_LINES`` of them wait. Outside an event
-loop a line is written at once. A process killed outright (SIGKILL) loses the lines of its last iteration. The
-price: a callback per iteration that has lines (~1.5 µs with uvloop), more than the writes it saves when an
-iteration has a single line (a lone client), less from two lines on.
+Lines of the lane are written in batches rather than one by one: a write and a flush per line are system calls,
+and in a real ``irc-proxy serve`` answering one keep-alive client the per-line write cost ~10 µs of each 304's
+latency (p50 0.171 → 0.161 ms over one wrk connection, 2026-11; ``benchmarks.bench_http``). They wait in the
+handler (``ProxyHandler.pending``) at most ``LINGER_SECONDS`` (a timer the first of them sets on its loop), or
+until any other line is written (that line goes after them: the order is the order of the calls), the handler is
+flushed (``logging.shutdown`` at exit does, and ``irc-proxy serve`` when its loop ends, however it ends), or
+``PENDING_LINES`` of them wait. Outside an event loop a line is written at once. A process killed outright
+(SIGKILL) loses the lines of its last ``LINGER_SECONDS``; SIGTERM loses none.
 """
 
 from __future__ import annotations
@@ -28,8 +27,11 @@ from irc_proxy.masking import mask_text
 from irc_proxy.text import field
 
 PENDING_LINES = 64
-"""Lines of the lane that may wait for their loop's next iteration (a coroutine that never yields would keep
-them waiting): the one that makes this many writes them all."""
+"""Lines of the lane that may wait (a busy server makes this many well within ``LINGER_SECONDS``; a coroutine that
+never yields would keep them waiting): the one that makes this many writes them all."""
+LINGER_SECONDS = 0.02
+"""How long the lane's first waiting line may wait for others: a reader of the log sees each line this much later
+at most (nginx's ``access_log ... flush=`` is the same idea, in seconds)."""
 _Pending = tuple[str, logging.Logger, str, tuple[object, ...]]
 _HANDLERS: weakref.WeakSet[ProxyHandler] = weakref.WeakSet()
 
@@ -48,11 +50,11 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
         self.pending: deque[_Pending] = deque()
         """The lane's lines not written yet, each with what ``handleError`` reports if its write fails."""
         self.flush_on: AbstractEventLoop | None = None
-        """The loop whose next iteration writes ``pending`` (``None``: none scheduled)."""
+        """The loop whose timer writes ``pending`` (``None``: none set)."""
         _HANDLERS.add(self)
 
     def scheduled_flush(self) -> None:
-        """The callback the first pending line of a loop iteration schedules on its loop."""
+        """The timer the first pending line sets on its loop (``LINGER_SECONDS``)."""
         self.flush_on = None
         if self.pending:
             self.flush()
@@ -159,8 +161,8 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
     2026-11). With the set-up ``configure_logging`` made (checked on every call: :func:`_sole_handler`), the line
     is built by the formatter's ``line``, byte for byte what its ``format`` makes of the record (request id, time,
     one-line escaping, masking: ``tests/unit/test_logs.py`` compares them for any input), and written with the
-    other lines of this loop iteration (``ProxyHandler.pending``); a failed write is reported through the handler's
-    ``handleError`` as logging reports one. In any other set-up this is ``logger.info``. Inside the served app
+    other lines of the next ``LINGER_SECONDS`` (``ProxyHandler.pending``); a failed write is reported through the
+    handler's ``handleError`` as logging reports one. In any other set-up this is ``logger.info``. Inside the served app
     (``benchmarks.tools.asgi_cpu``, the access log switched off against on) the whole line, its columns included,
     costs ~27 µs of a 304's CPU (~35 µs before the lines were built in parts and written per iteration).
     """
@@ -172,8 +174,8 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
     text = message % args if args else message
     level = logging.getLevelName(logging.INFO)
     line = handler.own_formatter.line(created, level, logger.name, REQUEST_ID.get(), text)
-    # Pending until the end of this loop iteration (at once outside a loop). ``deque.append`` is atomic: another
-    # thread's write (under the handler's lock) takes the line or leaves it whole.
+    # Pending for at most LINGER_SECONDS (at once outside a loop). ``deque.append`` is atomic: another thread's
+    # write (under the handler's lock) takes the line or leaves it whole.
     pending = handler.pending
     pending.append((line, logger, message, args))
     loop = running_loop()
@@ -181,7 +183,7 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
         handler.flush()
     elif handler.flush_on is not loop:
         handler.flush_on = loop
-        loop.call_soon(handler.scheduled_flush)
+        loop.call_later(LINGER_SECONDS, handler.scheduled_flush)
 
 
 def column(text: str, limit: int) -> str:

@@ -1,6 +1,6 @@
 """The access log's lines reach a reader of ``irc-proxy serve``'s output promptly and all of them, in order.
 
-The lines are written once per event loop iteration (``irc_proxy.logs``), not one by one: a reader of the pipe
+The lines are written in batches at most ``irc_proxy.logs.LINGER_SECONDS`` late, not one by one: a reader of the pipe
 must still see each request's line soon after its answer, and every line of every answered request once
 the server has stopped (SIGTERM), none twice.
 """

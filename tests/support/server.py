@@ -12,6 +12,8 @@ from typing import Protocol
 
 import httpx
 
+from irc_proxy.logs import LINGER_SECONDS
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -90,6 +92,9 @@ class ProxyProcess:
             self._process = None
 
     def log(self) -> str:
+        """The server's output so far, with the access log lines of requests already answered: those wait up to
+        ``LINGER_SECONDS`` to be written together (``irc_proxy.logs``)."""
+        time.sleep(2 * LINGER_SECONDS)
         return self.log_path.read_text(errors="replace")
 
 
