@@ -22,7 +22,8 @@ from irc_proxy.http import parsing
 from irc_proxy.http.errors import classify, error_response, response_for, type_for_status
 from irc_proxy.http.headers import headers_of
 
-_NAMES = ("table", "view", "plan_id")
+_NAMES = (("table", "table"), ("view", "view"), ("plan_id", "plan-id"))
+"""Path parameters an ``UpstreamCall`` names, and the name it gives each (the template's)."""
 _SENT = {name.encode("latin-1"): name for name in (*PASSED_REQUEST_HEADERS, "authorization")}
 """The request headers an ``UpstreamCall`` carries (ASGI names are lower-case), as text: decoding the others (a
 browser's dozen, say) was wasted work on every forwarded request."""
@@ -44,11 +45,11 @@ async def passed_through(request: Request, catalog: Catalog, endpoint: str) -> R
 
 async def _call(request: Request, endpoint: str) -> UpstreamCall:
     """The request as the remote catalog gets it."""
-    context = parsing.context(request)
+    context, params = parsing.context(request), request.path_params
     return UpstreamCall(
         endpoint,
-        parsing.namespace_param(request) if "namespace" in request.path_params else None,
-        {key.replace("_", "-"): request.path_params[key] for key in _NAMES if key in request.path_params},
+        parsing.namespace_param(request) if "namespace" in params else None,
+        {name: params[key] for key, name in _NAMES if key in params},
         request.scope.get("query_string", b""),
         tuple((name, v.decode("latin-1")) for k, v in request.scope["headers"] if (name := _SENT.get(k)) is not None),
         await request.body() if headers_of(request.scope).has_body else b"",  # no receive() for a GET

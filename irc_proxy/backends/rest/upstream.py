@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, unquote
@@ -202,16 +202,10 @@ class RestUpstream:
             )
         await self.config()
 
-    @contextmanager
-    def calling(self, authorization: str | None, request_id: str | None) -> Iterator[None]:
+    def calling(self, authorization: str | None, request_id: str | None) -> AbstractContextManager[None]:
         """Requests sent inside carry ``request_id`` and may use the caller's ``authorization``
         (``forward_caller_token``)."""
-        auth_token, id_token = CALLER_AUTHORIZATION.set(authorization), REQUEST_ID.set(request_id)
-        try:
-            yield
-        finally:
-            CALLER_AUTHORIZATION.reset(auth_token)
-            REQUEST_ID.reset(id_token)
+        return _Calling(authorization, request_id)
 
     def path(self, tail: str) -> str:
         """``/v1/<upstream prefix>/<tail>``, the prefix used verbatim as the upstream gave it."""
@@ -393,6 +387,24 @@ class RestUpstream:
         except TimeoutError as exc:
             raise httpx.ReadTimeout("the exchange passed its deadline (total_timeout_seconds)") from exc
         return response
+
+
+class _Calling:
+    """``RestUpstream.calling``: the two context variables set inside, reset after. A class rather than a
+    ``@contextmanager`` generator (entered on every forwarded request): ~0.5 µs against ~1.0 µs."""
+
+    __slots__ = ("_authorization", "_request_id", "_tokens")
+
+    def __init__(self, authorization: str | None, request_id: str | None) -> None:
+        self._authorization, self._request_id = authorization, request_id
+
+    def __enter__(self) -> None:
+        self._tokens = CALLER_AUTHORIZATION.set(self._authorization), REQUEST_ID.set(self._request_id)
+
+    def __exit__(self, *exc: object) -> None:
+        auth_token, id_token = self._tokens
+        CALLER_AUTHORIZATION.reset(auth_token)
+        REQUEST_ID.reset(id_token)
 
 
 class _Target(NamedTuple):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote, urlencode
 
 from irc_proxy.backends.base import Upstream
@@ -58,14 +58,17 @@ _COMMIT_STATE_UNKNOWN = frozenset({500, 502, 504})
 """Statuses of an ambiguous request (a commit) after which the change may or may not have been applied."""
 
 
-@dataclass(frozen=True)
-class UpstreamCall:
-    """One request as the caller sent it, with its path parameters already parsed."""
+class UpstreamCall(NamedTuple):
+    """One request as the caller sent it, with its path parameters already parsed.
+
+    A ``NamedTuple`` (as ``UpstreamReply``): as immutable as the frozen dataclasses they were, built in ~0.4 µs
+    against ~1.5 µs (a frozen dataclass sets each field through ``object.__setattr__``); one of each per forwarded
+    request."""
 
     endpoint: str
     """``"<VERB> <template>"`` of the operation (as in ``http.routes.OPERATIONS``)."""
     namespace: Namespace | None = None
-    names: Mapping[str, str] = field(default_factory=dict)
+    names: Mapping[str, str] = MappingProxyType({})
     """``table``/``view`` path segments, still percent-encoded as sent."""
     query: bytes = b""
     headers: tuple[tuple[str, str], ...] = ()
@@ -76,8 +79,7 @@ class UpstreamCall:
     """Seals and opens the page tokens of a filtered listing (None: tokens pass unchanged)."""
 
 
-@dataclass(frozen=True)
-class UpstreamReply:
+class UpstreamReply(NamedTuple):
     """The upstream's answer as the caller gets it."""
 
     status: int

@@ -74,14 +74,27 @@ class ForwardedServing:
 
     def __init__(self, upstream: Upstream, has_view_store: bool, planning: str = "offered") -> None:
         self._upstream, self._views, self._planning = upstream, has_view_store, planning
+        self._discovered = False
+        """The upstream's config was read (it is kept for the upstream's life): every request asks first."""
+        self._placed: dict[str, Placement | None] = {}
+        """Each endpoint's placement, once the config is known (asked twice per request; endpoints are the routes
+        table's; ~0.4 µs each to work out, measured alone)."""
 
     async def discover(self, context: RequestContext) -> None:
+        if self._discovered:
+            return
         with self._upstream.calling(context.authorization, context.request_id):
             await self._upstream.config()
+        self._discovered = True
 
     def placement(self, endpoint: str) -> Placement | None:
-        upstream = self._upstream
-        return placement(upstream.discovered, endpoint, upstream.mapped_namespaces, self._views, self._planning)
+        try:
+            return self._placed[endpoint]
+        except KeyError:
+            upstream = self._upstream  # ``discovered`` raises before the config is known: nothing kept then
+            found = placement(upstream.discovered, endpoint, upstream.mapped_namespaces, self._views, self._planning)
+            self._placed[endpoint] = found
+            return found
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         """The upstream's config (its idempotency lifetime, not ours), this prefix, the served endpoints."""

@@ -21,7 +21,7 @@ from pyiceberg.types import LongType, NestedField
 from irc_proxy.app import read_limits
 from irc_proxy.backends.base import Backend, Capability
 from irc_proxy.backends.rest.upstream import RestUpstream
-from irc_proxy.errors import NoSuchTable, NotFound
+from irc_proxy.errors import NoSuchTable, NotFound, ServiceUnavailable
 from irc_proxy.handling.catalog import Catalog
 from irc_proxy.handling.federation.forwarding import UpstreamCall
 from irc_proxy.handling.naming import TableIdent
@@ -122,6 +122,9 @@ class Upstream:
 
     def __init__(self, location: str) -> None:
         self.seen: list[httpx.Request] = []
+        self.config_asks = 0
+        self.config_failures = 0
+        """How many ``/v1/config`` asks are answered 503 before the config is."""
         self.metadata = _v3_metadata(location)
         self.table = {
             "metadata-location": f"{location}/metadata/00001.metadata.json",
@@ -132,6 +135,9 @@ class Upstream:
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if path == "/v1/config":
+            self.config_asks += 1
+            if self.config_asks <= self.config_failures:
+                return httpx.Response(503, json={"error": {"type": "Down", "message": "not yet", "code": 503}})
             endpoints = [f"GET {TABLE}", f"GET {NS}/tables", "GET /v1/{prefix}/namespaces", f"GET {NS}/views/{{view}}"]
             return httpx.Response(200, json={"overrides": {"prefix": "up"}, "endpoints": endpoints})
         self.seen.append(request)
@@ -230,6 +236,27 @@ def test_a_forwarded_catalog_passes_through_what_its_remote_serves_and_nothing_e
         assert reply is not None and reply.status == 200 and reply.headers["etag"] == '"e1"'
         assert json.loads(reply.body) == upstream.table  # the upstream's bytes, unparsed
         assert await catalog.pass_through(context, f"POST {TABLE}/plan", _never) is None
+
+    _run(work)
+
+
+def test_a_forwarded_catalog_asks_for_its_remotes_config_until_it_answers_and_places_nothing_before(
+    tmp_path: Path,
+) -> None:
+    catalog, upstream = _forwarded(tmp_path)
+    upstream.config_failures = 1
+    context = RequestContext(request_id="r1")
+
+    async def work() -> None:
+        with pytest.raises(ServiceUnavailable, match="answered /v1/config with 503"):
+            await catalog.discover(context)
+        with pytest.raises(ServiceUnavailable, match="has not answered /v1/config yet"):
+            catalog.serves(f"GET {TABLE}")  # nothing placed (nor kept) without the config
+        await catalog.discover(context)  # asked again
+        assert catalog.serves(f"GET {TABLE}") and not catalog.serves(f"POST {TABLE}")
+        await catalog.discover(context)  # known: not asked again
+        assert catalog.serves(f"GET {TABLE}") and not catalog.serves(f"POST {TABLE}")
+        assert upstream.config_asks == 2
 
     _run(work)
 
