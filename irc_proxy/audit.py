@@ -185,25 +185,25 @@ class DatabaseSink(_QueuedSink):
     Few statements, not ``executemany``: both drivers let go of the GIL for every row (sqlite3 around each
     ``sqlite3_step``, psycopg around each row's libpq calls), and taking it back while the event loop thread runs
     is a hand-over that costs far more than the row. Served on SQLite, one ``wrk`` connection of 304s (one record
-    each), 20 runs of each way alternating on 2 busy vCPUs: 8 runs of ``executemany`` had a p50 of 0.179-0.190 ms,
-    the worker at 13-17 µs and 1.3-1.9 context switches a record, the event loop thread at 184-198 µs a request
-    (median of all runs 0.171 ms); now 19 runs at 0.163-0.176 ms (median 0.169), the worker at 2.5-8.3 µs and at
-    most 0.34 context switches a record; 0.158-0.166 ms without the audit. With the state on PostgreSQL (7 pairs):
-    0.164-0.195 ms (median 0.181), the worker at up to 1.5 context switches a record, against 0.167-0.176 ms
-    (median 0.169) and at most 0.2.
+    each), alternating trees, 8 runs each on a quiet 2-vCPU machine: ``executemany`` 0.187-0.194 ms p50, the event
+    loop thread at 194-208 µs a request, the worker at 15-18 µs and 1.4-1.8 context switches a record; now
+    0.165-0.180 ms (one run 0.200, in a round where one without the audit took 0.209), 177-199 µs, 4.4-5.9 µs and
+    0.08-0.15; 0.159-0.167 ms without the audit. With the state on PostgreSQL (7 pairs, busier): 0.164-0.195 ms
+    (median 0.181), up to 1.5 context switches a record, against 0.167-0.176 ms (median 0.169) and at most 0.2.
 
-    SQLite gets multi-row ``VALUES`` (``_values_statements``: 64 rows, then 32, 16, ... 1 for the rest, seven
-    statements for a connection to prepare; 640 parameters, under the 999 of SQLite before 3.32; 512 rows measured
-    no better). Every value is bound as ``executemany`` bound it, so what is stored cannot differ on any SQLite
-    build; a JSON array expanded by ``json_each`` would have SQLite parse each latency from text (exact only as
-    far as its text-to-double conversion is, which has changed between versions and platforms) and costs more:
-    a batch of 450 in isolation, ~5.8 µs of CPU a record against ~3.0 (``executemany``: ~4.2). PostgreSQL gets
-    one ``INSERT ... SELECT`` of the elements of a JSON array (``_json_statement``): psycopg's side of a batch of
-    450 went from ~8.7 to ~2.5 µs a record, the server's from ~6.7 to ~3.7 (``unnest`` of column arrays: ~7.4
-    and ~4.4; one ``VALUES`` of all the rows: ~15.6; ``jsonb``: ~3.0 on the server, but its numbers are
-    ``numeric``, which has no negative zero). PostgreSQL reads a JSON number with ``float8in``, exact. A batch
-    JSON cannot carry exactly (a NaN or infinite latency, a zone offset with a fraction of a second) goes the old
-    way, by ``executemany``, rather than failing.
+    SQLite gets multi-row ``VALUES`` (``_ValuesStatements``: 512 rows, then 256, 128, ... 1 for the rest; 64 rows
+    at most under the 999 parameters of SQLite before 3.32, which measured 0.06-0.35 context switches a record
+    against 0.06-0.15). Every value is bound as ``executemany`` bound it, so what is stored cannot differ on any
+    SQLite build. A JSON array expanded by ``json_each`` (one statement) would have SQLite parse each latency from
+    text, exact only as far as its text-to-double conversion is (which has changed between versions and
+    platforms), and costs more: a batch of 450 in isolation, ~5.3 µs of CPU a record against ~3.1 (``executemany``
+    ~4.3); served alongside, 0.163-0.197 ms, the worker at 6.2-9.8 µs and 0.07-0.11 context switches a record.
+    PostgreSQL gets one ``INSERT ... SELECT`` of the elements of a JSON array (``_json_statement``): psycopg's side
+    of a batch of 450 went from ~8.7 to ~2.5 µs a record, the server's from ~6.7 to ~3.7 (``unnest`` of column
+    arrays: ~7.4 and ~4.4; one ``VALUES`` of all the rows: ~15.6 and ~4.4; ``jsonb``: ~3.0 on the server, but its
+    numbers are ``numeric``, which has no negative zero). PostgreSQL reads a JSON number with ``float8in``, exact.
+    A batch JSON cannot carry exactly (a NaN or infinite latency, a zone offset with a fraction of a second) goes
+    the old way, by ``executemany``, rather than failing.
 
     The values are the ones SQLAlchemy would send: on SQLite ``time`` becomes the text SQLAlchemy's ``DateTime``
     stores (``_sqlite_times``); on PostgreSQL the driver had the ``datetime`` itself, now its ISO text with its
@@ -224,7 +224,7 @@ class DatabaseSink(_QueuedSink):
         self._times = self._given_times
         self._statements: Callable[[list[tuple[Any, ...]]], list[tuple[str, Any]]] = self._one_by_one
         if engine.dialect.name == "sqlite" and self._given_times is _sqlite_times:
-            self._statements = _values_statements(self._sql)
+            self._statements = _ValuesStatements(self._sql, engine)
         elif engine.dialect.name == "postgresql":
             self._times, self._statements = _postgres_times, _json_statement(engine.dialect)
 
@@ -272,29 +272,49 @@ def _rows(batch: Sequence[AuditRecord], stamp: Callable[[datetime], Any]) -> lis
     return rows
 
 
-_ROWS_PER_STATEMENT = 64
-"""The most rows of one SQLite ``INSERT``: 640 parameters, under SQLite's limit before 3.32 (999)."""
+_MOST_ROWS_PER_STATEMENT = 512
+"""The most rows of one SQLite ``INSERT``: 5,120 parameters, within SQLite's limit since 3.32 (32,766)."""
 
 
-def _values_statements(one_row: str) -> Callable[[list[tuple[Any, ...]]], list[tuple[str, Any]]]:
-    """What writes rows on SQLite: ``INSERT ... VALUES (...), (...), ...`` of 64 rows, and of 32, 16, ... 1 row for
-    the rest (a batch of 500: ten statements), each row's values bound as ``executemany`` bound them."""
-    head, _, group = one_row.rpartition(" VALUES ")
-    if group != "(" + ", ".join(["?"] * len(_COLUMNS)) + ")":
-        raise RuntimeError(f"unexpected INSERT: {one_row}")
-    sizes = [_ROWS_PER_STATEMENT >> shift for shift in range(_ROWS_PER_STATEMENT.bit_length())]
-    sql = {size: f"{head} VALUES {', '.join([group] * size)}" for size in sizes}
+class _ValuesStatements:
+    """What writes rows on SQLite: ``INSERT ... VALUES (...), (...), ...`` of the most rows SQLite's limit of
+    parameters allows (512 since SQLite 3.32; 64 under the 999 of older versions), then of half as many, a quarter
+    ... one row for the rest (a batch of 500: six statements, at most ten shapes for a connection to prepare), each
+    row's values bound as ``executemany`` bound them. The limit is read from a connection of the engine before the
+    first batch."""
 
-    def statements(rows: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+    def __init__(self, one_row: str, engine: Engine) -> None:
+        self._head, _, self._group = one_row.rpartition(" VALUES ")
+        if self._group != "(" + ", ".join(["?"] * len(_COLUMNS)) + ")":
+            raise RuntimeError(f"unexpected INSERT: {one_row}")
+        self._engine = engine
+        self._sql: dict[int, str] = {}
+        """Each statement by its number of rows, largest first."""
+
+    def __call__(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+        if not self._sql:
+            most, limit = _MOST_ROWS_PER_STATEMENT, self._limit()
+            while most > 1 and most * len(_COLUMNS) > limit:
+                most //= 2
+            self._sql = {
+                most >> i: f"{self._head} VALUES {', '.join([self._group] * (most >> i))}"
+                for i in range(most.bit_length())
+            }
         made: list[tuple[str, Any]] = []
         start = 0
-        for size in sizes:
+        for size, sql in self._sql.items():
             while len(rows) - start >= size:
-                made.append((sql[size], tuple(itertools.chain.from_iterable(rows[start : start + size]))))
+                made.append((sql, tuple(itertools.chain.from_iterable(rows[start : start + size]))))
                 start += size
         return made
 
-    return statements
+    def _limit(self) -> int:
+        """The most parameters a statement may have on the engine's connections (999 if the driver cannot say)."""
+        import sqlite3  # deferred: a server on PostgreSQL never needs it
+
+        with contextlib.closing(self._engine.raw_connection()) as raw:
+            getlimit = getattr(raw.driver_connection, "getlimit", None)
+            return int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)) if getlimit is not None else 999
 
 
 def _json_statement(dialect: Dialect) -> Callable[[list[tuple[Any, ...]]], list[tuple[str, Any]]]:

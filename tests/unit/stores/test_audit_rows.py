@@ -10,6 +10,7 @@ reads back.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
@@ -209,7 +210,25 @@ def test_a_batch_of_any_size_is_written_whole_in_order_in_a_few_statements(engin
     assert [float(row[18]) for row in rows] == [i / 7 for i in range(size)]
     inserts = [many for sql, many in seen if sql.startswith("INSERT")]
     assert not any(inserts)
-    assert len(inserts) <= (size // 64 + 6 if engine.dialect.name == "sqlite" else 1)
+    if engine.dialect.name == "sqlite":  # 512 rows a statement, then 256, 128, ... 1 (1000: 512, 256, 128, 64, 32, 8)
+        assert len(inserts) == size // 512 + (size % 512).bit_count()
+    else:
+        assert len(inserts) == 1
+
+
+def test_under_the_999_parameters_of_sqlite_before_3_32_a_statement_takes_64_rows(tmp_path: Path) -> None:
+    engine = db.create_state_engine(f"sqlite:///{tmp_path / 'state.db'}")
+    db.ensure_schema(engine, auto_upgrade=True)
+    engine.dispose()
+    sa.event.listen(engine, "connect", lambda conn, _: conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999))
+    batch = [AuditRecord(T, "p", "o", "c", f"n.{i}", 200, f"new-{i}", i / 7) for i in range(450)]
+    with statements(engine) as seen:
+        DatabaseSink(engine, ThreadRunner(1), 450, 450)._insert(batch)
+
+    assert [row[16] for row in stored(engine, "new")] == [str(i) for i in range(450)]
+    inserts = [sql.count("?") for sql, _ in seen if sql.startswith("INSERT")]
+    assert inserts == [640] * 7 + [20]  # 7 x 64 rows, then 2 (SQLite 3.32 and later: 256, 128, 64, 2)
+    engine.dispose()
 
 
 ODD = {
