@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import time
@@ -22,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from sqlalchemy import Dialect, Engine, insert
+from sqlalchemy import Dialect, Engine, String, insert
 
 from irc_proxy.logs import info
 from irc_proxy.settings import AuditSettings, AuditWebhookSettings
@@ -176,19 +177,40 @@ class _QueuedSink:
 
 
 class DatabaseSink(_QueuedSink):
-    """Batch-inserts into ``audit_record`` (in a worker thread).
+    """Batch-inserts into ``audit_record`` (in a worker thread), in a few statements per batch.
 
     Each transaction costs far more than a row (SQLite: ~65 µs a row in batches of 50, ~18 µs in batches of 500,
     most of it the commit), so a busy server lingers 100 ms per batch: a record is written at most ~0.1 s later.
 
-    The rows go to the driver's ``executemany`` as tuples, through an ``INSERT`` compiled once from the model's
-    table. SQLAlchemy's ``conn.execute(insert(...), dicts)`` compiled the statement and ran every value through
-    its type processors for each batch: on SQLite, batches of 450, ~28 µs of CPU a record with the dicts built,
-    ~15 µs now, of which SQLite's own insert into the table and its three indexes is ~11 µs (2026-11, a 2-vCPU VM;
-    under `asgi_cpu`, the worker thread's CPU per record went from ~50 µs to ~20 µs). The values are
-    the ones SQLAlchemy would send: on SQLite ``time`` becomes the text SQLAlchemy's ``DateTime`` stores
-    (``_sqlite_times``); PostgreSQL's driver is given the ``datetime`` itself, as before
-    (``tests/unit/stores/test_audit_rows.py`` compares rows written both ways on both databases).
+    Few statements, not ``executemany``: both drivers let go of the GIL for every row (sqlite3 around each
+    ``sqlite3_step``, psycopg around each row's libpq calls), and taking it back while the event loop thread runs
+    is a hand-over that costs far more than the row. Served on SQLite, one ``wrk`` connection of 304s (one record
+    each), alternating trees, 8 runs each on a quiet 2-vCPU machine: ``executemany`` 0.187-0.194 ms p50, the event
+    loop thread at 194-208 µs a request, the worker at 15-18 µs and 1.4-1.8 context switches a record; now
+    0.165-0.180 ms (one run 0.200, in a round where one without the audit took 0.209), 177-199 µs, 4.4-5.9 µs and
+    0.08-0.15; 0.159-0.167 ms without the audit. With the state on PostgreSQL (7 pairs, busier): 0.164-0.195 ms
+    (median 0.181), up to 1.5 context switches a record, against 0.167-0.176 ms (median 0.169) and at most 0.2.
+
+    SQLite gets multi-row ``VALUES`` (``_ValuesStatements``: 512 rows, then 256, 128, ... 1 for the rest; 64 rows
+    at most under the 999 parameters of SQLite before 3.32, which measured 0.06-0.35 context switches a record
+    against 0.06-0.15). Every value is bound as ``executemany`` bound it, so what is stored cannot differ on any
+    SQLite build. A JSON array expanded by ``json_each`` (one statement) would have SQLite parse each latency from
+    text, exact only as far as its text-to-double conversion is (which has changed between versions and
+    platforms), and costs more: a batch of 450 in isolation, ~5.3 µs of CPU a record against ~3.1 (``executemany``
+    ~4.3); served alongside, 0.163-0.197 ms, the worker at 6.2-9.8 µs and 0.07-0.11 context switches a record.
+    PostgreSQL gets one ``INSERT ... SELECT`` of the elements of a JSON array (``_json_statement``): psycopg's side
+    of a batch of 450 went from ~8.7 to ~2.5 µs a record, the server's from ~6.7 to ~3.7 (``unnest`` of column
+    arrays: ~7.4 and ~4.4; one ``VALUES`` of all the rows: ~15.6 and ~4.4; ``jsonb``: ~3.0 on the server, but its
+    numbers are ``numeric``, which has no negative zero). PostgreSQL reads a JSON number with ``float8in``, exact.
+    A batch JSON cannot carry exactly (a NaN or infinite latency, a zone offset with a fraction of a second) goes
+    the old way, by ``executemany``, rather than failing.
+
+    The values are the ones SQLAlchemy would send: on SQLite ``time`` becomes the text SQLAlchemy's ``DateTime``
+    stores (``_sqlite_times``); on PostgreSQL the driver had the ``datetime`` itself, now its ISO text with its
+    offset (``_postgres_times``). ``tests/unit/stores/test_audit_rows.py`` compares rows written by SQLAlchemy
+    and by the sink on both databases, hostile values included. Before that the sink's rows went through
+    ``conn.execute(insert(...), dicts)``, which compiled the statement and ran every value through its type
+    processors for each batch (~28 µs of CPU a record on SQLite against ~15 µs for tuples, 2026-11).
     """
 
     name = "database"
@@ -198,34 +220,125 @@ class DatabaseSink(_QueuedSink):
         super().__init__(queue_size, batch_size)
         self.engine = engine
         self._threads = threads
-        self._sql, self._times = _insert_statement(engine.dialect)
+        self._sql, self._given_times = _insert_statement(engine.dialect)
+        self._times = self._given_times
+        self._statements: Callable[[list[tuple[Any, ...]]], list[tuple[str, Any]]] = self._one_by_one
+        if engine.dialect.name == "sqlite" and self._given_times is _sqlite_times:
+            self._statements = _ValuesStatements(self._sql, engine)
+        elif engine.dialect.name == "postgresql":
+            self._times, self._statements = _postgres_times, _json_statement(engine.dialect)
 
     def _insert(self, batch: Sequence[AuditRecord]) -> None:
-        stamp = self._times()
-        rows = [
-            (
-                stamp(r.time),
-                r.principal,
-                r.operation,
-                r.catalog,
-                r.object,
-                r.decision,
-                r.reason,
-                r.status,
-                r.request_id,
-                r.latency_ms,
-            )
-            for r in batch
-        ]
-        for i, row in enumerate(rows):  # one string per row tells whether any of its text may not be storable
-            text = f"{row[1]}{row[2]}{row[3]}{row[4]}{row[5]}{row[6]}{row[8]}"
-            if len(text) > _SHORTEST or not text.isascii() or "\x00" in text:
-                rows[i] = _storable(row)
+        try:
+            statements = self._statements(_rows(batch, self._times()))
+        except _NotCarried:  # written as it always was: one row at a time
+            statements = self._one_by_one(_rows(batch, self._given_times()))
         with self.engine.begin() as conn:
-            conn.exec_driver_sql(self._sql, rows)
+            for sql, parameters in statements:
+                conn.exec_driver_sql(sql, parameters)
+
+    def _one_by_one(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+        return [(self._sql, rows)]  # a list of rows: the driver's executemany
 
     async def write(self, batch: Sequence[AuditRecord]) -> None:
         await self._threads.run(self._insert, batch)
+
+
+class _NotCarried(Exception):
+    """A batch holds a value the few-statement form cannot carry exactly."""
+
+
+def _rows(batch: Sequence[AuditRecord], stamp: Callable[[datetime], Any]) -> list[tuple[Any, ...]]:
+    """The batch's values in ``_COLUMNS`` order, ``time`` through ``stamp``, every text storable."""
+    rows = [
+        (
+            stamp(r.time),
+            r.principal,
+            r.operation,
+            r.catalog,
+            r.object,
+            r.decision,
+            r.reason,
+            r.status,
+            r.request_id,
+            r.latency_ms,
+        )
+        for r in batch
+    ]
+    for i, row in enumerate(rows):  # one string per row tells whether any of its text may not be storable
+        text = f"{row[1]}{row[2]}{row[3]}{row[4]}{row[5]}{row[6]}{row[8]}"
+        if len(text) > _SHORTEST or not text.isascii() or "\x00" in text:
+            rows[i] = _storable(row)
+    return rows
+
+
+_MOST_ROWS_PER_STATEMENT = 512
+"""The most rows of one SQLite ``INSERT``: 5,120 parameters, within SQLite's limit since 3.32 (32,766)."""
+
+
+class _ValuesStatements:
+    """What writes rows on SQLite: ``INSERT ... VALUES (...), (...), ...`` of the most rows SQLite's limit of
+    parameters allows (512 since SQLite 3.32; 64 under the 999 of older versions), then of half as many, a quarter
+    ... one row for the rest (a batch of 500: six statements, at most ten shapes for a connection to prepare), each
+    row's values bound as ``executemany`` bound them. The limit is read from a connection of the engine before the
+    first batch."""
+
+    def __init__(self, one_row: str, engine: Engine) -> None:
+        self._head, _, self._group = one_row.rpartition(" VALUES ")
+        if self._group != "(" + ", ".join(["?"] * len(_COLUMNS)) + ")":
+            raise RuntimeError(f"unexpected INSERT: {one_row}")
+        self._engine = engine
+        self._sql: dict[int, str] = {}
+        """Each statement by its number of rows, largest first."""
+
+    def __call__(self, rows: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+        if not self._sql:
+            most, limit = _MOST_ROWS_PER_STATEMENT, self._limit()
+            while most > 1 and most * len(_COLUMNS) > limit:
+                most //= 2
+            self._sql = {
+                most >> i: f"{self._head} VALUES {', '.join([self._group] * (most >> i))}"
+                for i in range(most.bit_length())
+            }
+        made: list[tuple[str, Any]] = []
+        start = 0
+        for size, sql in self._sql.items():
+            while len(rows) - start >= size:
+                made.append((sql, tuple(itertools.chain.from_iterable(rows[start : start + size]))))
+                start += size
+        return made
+
+    def _limit(self) -> int:
+        """The most parameters a statement may have on the engine's connections (999 if the driver cannot say)."""
+        import sqlite3  # deferred: a server on PostgreSQL never needs it
+
+        with contextlib.closing(self._engine.raw_connection()) as raw:
+            getlimit = getattr(raw.driver_connection, "getlimit", None)
+            return int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)) if getlimit is not None else 999
+
+
+def _json_statement(dialect: Dialect) -> Callable[[list[tuple[Any, ...]]], list[tuple[str, Any]]]:
+    """What writes rows on PostgreSQL: one ``INSERT ... SELECT`` of the elements of a JSON array of rows (each an
+    array in ``_COLUMNS`` order), its texts as they are, its other values cast to their column's type. A text is
+    not cast to its ``VARCHAR(n)``: that cast would cut it silently where the insert refuses it (``_storable``
+    has cut it already)."""
+    columns = AuditRecordRow.__table__.c  # type: ignore[attr-defined]
+    values = [
+        f"r ->> {i}"
+        if isinstance(columns[name].type, String)
+        else f"CAST(r ->> {i} AS {columns[name].type.compile(dialect)})"
+        for i, name in enumerate(_COLUMNS)
+    ]
+    names, selected = ", ".join(_COLUMNS), ", ".join(values)  # the model's names and types
+    sql = f"INSERT INTO audit_record ({names}) SELECT {selected} FROM json_array_elements(%s::json) AS r"  # noqa: S608
+
+    def statements(rows: list[tuple[Any, ...]]) -> list[tuple[str, Any]]:
+        try:  # JSON has no NaN nor infinity (``json.dumps`` would write ``NaN``, which PostgreSQL refuses)
+            return [(sql, (json.dumps(rows, ensure_ascii=False, allow_nan=False),))]
+        except ValueError:
+            raise _NotCarried from None
+
+    return statements
 
 
 _COLUMNS: tuple[str, ...] = (
@@ -260,6 +373,24 @@ def _insert_statement(dialect: Dialect) -> tuple[str, Callable[[], Callable[[dat
     if getattr(time_type, "_storage_format", None) == _SQLITE_DATETIME_FORMAT:
         return compiled.string, _sqlite_times
     return compiled.string, lambda: process
+
+
+def _postgres_times() -> Callable[[datetime], str]:
+    """A function that writes a ``time`` as PostgreSQL reads a ``timestamp with time zone`` exactly: the
+    ISO text of the datetime, its offset written (a UTC time's text made as ``_sqlite_times`` makes it); a naive
+    one without, which PostgreSQL places in the session's zone as it did the driver's ``timestamp``. An offset with
+    a fraction of a second (Python allows one) has no text PostgreSQL reads: ``_NotCarried``."""
+    utc = _sqlite_times()
+
+    def text(moment: datetime) -> str:
+        if moment.tzinfo is UTC:
+            return f"{utc(moment)}+00:00"
+        offset = moment.utcoffset()
+        if offset is not None and offset.microseconds:
+            raise _NotCarried
+        return moment.isoformat(" ")
+
+    return text
 
 
 def _same(moment: datetime) -> datetime:
