@@ -7,10 +7,14 @@ the ``IRC_PROXY_*`` environment). Host and port overrides only concern the paren
 
 from __future__ import annotations
 
+import os
+import signal
+from types import FrameType
+
 from irc_proxy import h11_linear
 from irc_proxy.app import create_app
 from irc_proxy.http.read_timeout import install as install_read_loop
-from irc_proxy.logs import configure_logging
+from irc_proxy.logs import configure_logging, flush_logs
 from irc_proxy.settings import load_settings
 
 h11_linear.install()  # this worker's hypercorn reads request heads with h11 (see irc_proxy.h11_linear)
@@ -18,3 +22,19 @@ _settings = load_settings()
 configure_logging(_settings.server.log_level, _settings.server.log_format)
 app = create_app(_settings)
 install_read_loop()  # this process's hypercorn reads with one timer per connection (http/read_timeout.py)
+
+
+def _flush_then_terminate(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM in a worker: the access log's pending lines written, then the signal's default action (the
+    worker ends at once, as it did before). hypercorn stops its workers through an event the parent sets and
+    leaves their SIGTERM alone, but a SIGTERM sent to the whole process group (systemd's default
+    ``KillMode=control-group``, ``kill -- -PGID``) reaches each worker too and ended it before its lines of the
+    last ``logs.LINGER_SECONDS`` were written: 2 to 7 of 30 requests' lines lost, none with this
+    (``tests/integration/security/test_log_linger_attacks.py``)."""
+    flush_logs()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # a server that handles SIGTERM itself keeps its handler
+    signal.signal(signal.SIGTERM, _flush_then_terminate)

@@ -8,7 +8,8 @@ handler (``ProxyHandler.pending``) at most ``LINGER_SECONDS`` (a timer the first
 until any other line is written (that line goes after them: the order is the order of the calls), the handler is
 flushed (``logging.shutdown`` at exit does, and ``irc-proxy serve`` when its loop ends, however it ends), or
 ``PENDING_LINES`` of them wait. Outside an event loop a line is written at once. A process killed outright
-(SIGKILL) loses the lines of its last ``LINGER_SECONDS``; SIGTERM loses none.
+(SIGKILL) loses the lines of its last ``LINGER_SECONDS``; SIGTERM loses none (a worker of ``server.workers > 1``
+writes them before it ends: ``irc_proxy.asgi``).
 """
 
 from __future__ import annotations
