@@ -83,10 +83,7 @@ def test_a_spark_writer_appending_and_deleting_while_compaction_runs_loses_and_r
     compactor.start()
     try:
         for n in range(ROUNDS):
-            batch = {n * ROWS_PER_APPEND + i: f"v{n}-{i}" for i in range(ROWS_PER_APPEND)}
-            values = ", ".join(f"({i}, '{v}')" for i, v in batch.items())
-            if _statement(spark, f"INSERT INTO {table} VALUES {values}", refused):
-                acknowledged |= batch
+            acknowledged |= _append(spark, table, n, refused)
             if n % DELETE_EVERY == DELETE_EVERY - 1:
                 residue = n % 4
                 delete = f"DELETE FROM {table} WHERE id % 4 = {residue}"
@@ -100,10 +97,7 @@ def test_a_spark_writer_appending_and_deleting_while_compaction_runs_loses_and_r
         for n in range(ROUNDS, ROUNDS + MIN_INPUT_FILES):
             if any(r.get("data-files-rewritten", 0) > 0 for r in compactor.results):
                 break
-            batch = {n * ROWS_PER_APPEND + i: f"v{n}-{i}" for i in range(ROWS_PER_APPEND)}
-            values = ", ".join(f"({i}, '{v}')" for i, v in batch.items())
-            if _statement(spark, f"INSERT INTO {table} VALUES {values}", refused):
-                acknowledged |= batch
+            acknowledged |= _append(spark, table, n, refused)
         writes_ended = time.monotonic()
         while not any(r.get("data-files-rewritten", 0) > 0 for r in compactor.results) and compactor.is_alive():
             if time.monotonic() - writes_ended > 90:
@@ -126,6 +120,13 @@ def test_a_spark_writer_appending_and_deleting_while_compaction_runs_loses_and_r
     arrow = RestCatalog("race", uri=racing_proxy.url, warehouse="local").load_table((ns_name, "events")).scan()
     data = arrow.to_arrow()
     assert sorted(zip(data["id"].to_pylist(), data["v"].to_pylist(), strict=True)) == sorted(acknowledged.items())
+
+
+def _append(spark: Any, table: str, n: int, refused: list[str]) -> dict[int, str]:
+    """Round ``n``'s rows appended: those rows if Spark acknowledged the INSERT, else none."""
+    batch = {n * ROWS_PER_APPEND + i: f"v{n}-{i}" for i in range(ROWS_PER_APPEND)}
+    values = ", ".join(f"({i}, '{v}')" for i, v in batch.items())
+    return batch if _statement(spark, f"INSERT INTO {table} VALUES {values}", refused) else {}
 
 
 def _statement(spark: Any, sql: str, refused: list[str]) -> bool:
