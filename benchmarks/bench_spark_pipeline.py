@@ -4,7 +4,7 @@ One local SparkSession (local[2], Iceberg 1.10.2 runtime, offline jars from test
 with two catalogs on one ``file://`` warehouse directory: ``irc`` (REST, the proxy's local catalog)
 and ``hcat`` (``type=hadoop``). The job, on a fresh table each time: CREATE TABLE; 5 INSERTs of
 1,000 rows; MERGE of 1,000 rows (half matched); ``CALL system.rewrite_data_files``; read back
-(count and sum). Warm-up: one job per catalog (JVM warm-up); then 3 jobs per catalog, alternating
+(count and sum). Warm-up: one job per catalog (JVM warm-up); then 5 jobs per catalog, alternating
 (quick: skipped, it needs a JVM). Goal: wall-time ratio (median proxy / median hadoop) <= 1.10.
 """
 
@@ -65,11 +65,11 @@ def session(proxy_url: str, warehouse: str, scratch: Path) -> Any:
 def run(quick: bool = False) -> list[dict[str, object]]:
     workload = (
         f"PySpark local[2]: CREATE, {INSERTS} INSERTs x {BATCH} rows, MERGE, rewrite_data_files, read back; "
-        "REST via proxy vs hadoop catalog, same file:// warehouse; warm-up 1 job each, 3 jobs each"
+        "REST via proxy vs hadoop catalog, same file:// warehouse; warm-up 1 job each, 5 jobs each"
     )
     if quick:
         return [row("Spark pipeline", "skipped with --quick (starts a JVM)", "wall s", 0.0, None, None)]
-    samples = 3
+    samples = 5
     with tempfile.TemporaryDirectory(prefix="irc-bench-spark-") as tmp:
         root = Path(tmp)
         warehouse = (root / "warehouse").as_uri()

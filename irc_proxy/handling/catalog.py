@@ -127,7 +127,7 @@ class Catalog:
             views = Views(name, backend, codec, namespaces, view_store, threads, tables)
             occupancy.live["view"] = views.live_paths
         if remote is None:
-            served = ServedHere(views is not None, vending is not None, scan_planning)
+            served = ServedHere(views is not None, vending is not None, scan_planning, locations.java_file_io())
             return cls(name, backend, codec, namespaces, tables, views, served, vending, None, scan_planning)
         serving = ForwardedServing(remote.upstream, views is not None, scan_planning)
         forwarder = Forwarder(name, remote.upstream, codec)

@@ -15,7 +15,10 @@ from tests.support.server import ProxyProcess
 def test_config_names_prefix_and_exactly_the_served_endpoints(client: httpx.Client) -> None:
     config = client.get("/v1/config", params={"warehouse": "local"}).json()
     assert config["overrides"]["prefix"] == "local"
-    assert config["defaults"] == {"irc-proxy.table-format-versions": "1,2,3"}
+    assert config["defaults"] == {
+        "irc-proxy.table-format-versions": "1,2,3",
+        "io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",  # a file:// warehouse: what ResolvingFileIO would pick
+    }
     endpoints = set(config["endpoints"])
     assert "POST /v1/{prefix}/transactions/commit" in endpoints
     assert "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}" in endpoints

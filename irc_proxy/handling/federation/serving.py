@@ -37,6 +37,8 @@ class Serving(Protocol):
         """The ``/v1/config`` body for this catalog."""
 
 
+FILE_IO_PROPERTY = "io-impl"
+"""The catalog property naming the ``FileIO`` class an Iceberg Java client loads (pyiceberg reads ``py-io-impl``)."""
 FORMAT_VERSIONS_PROPERTY = "irc-proxy.table-format-versions"
 """The ``/v1/config`` default naming the table format versions served (``1,2,3``): a property clients ignore."""
 
@@ -56,10 +58,12 @@ def planning_defaults(mode: str) -> dict[str, str]:
 
 class ServedHere:
     """Every operation served by the proxy; views need a view store, credentials and signing need vending,
-    scan planning a ``scan_planning`` mode other than ``off``."""
+    scan planning a ``scan_planning`` mode other than ``off``. ``java_file_io``: the ``FileIO`` class suggested
+    to Java clients in the ``/v1/config`` defaults (their own ``io-impl`` wins), if any."""
 
-    def __init__(self, views: bool, vending: bool, planning: str = "offered") -> None:
+    def __init__(self, views: bool, vending: bool, planning: str = "offered", java_file_io: str | None = None) -> None:
         self._views, self._vending, self._planning = views, vending, planning
+        self._file_io = {FILE_IO_PROPERTY: java_file_io} if java_file_io else {}
         self._placed: dict[str, Placement | None] = {}
         """Each endpoint's placement, once worked out (asked on every request; endpoints are the routes table's)."""
 
@@ -85,7 +89,7 @@ class ServedHere:
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         versions = ",".join(str(v) for v in range(1, MAX_FORMAT_VERSION + 1))
-        defaults = {FORMAT_VERSIONS_PROPERTY: versions} | planning_defaults(self._planning)
+        defaults = {FORMAT_VERSIONS_PROPERTY: versions} | self._file_io | planning_defaults(self._planning)
         body: dict[str, Any] = {"defaults": defaults, "overrides": {"prefix": prefix}, "endpoints": endpoints}
         if idempotency_lifetime:
             body["idempotency-key-lifetime"] = idempotency_lifetime

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from irc_proxy.errors import BadRequest, Forbidden
+from irc_proxy.handling.federation.serving import ServedHere
 from irc_proxy.handling.storage.locations import StorageLocations, is_under, normalize, table_paths
 from irc_proxy.handling.storage.storage import path_name, path_part
 
@@ -92,3 +93,24 @@ def test_path_name_rejects_spellings_path_part_never_writes() -> None:
     assert path_name("a~2fb") == "a/b"
     assert path_name("a~2Fb") is None  # upper-case hex is not the canonical spelling
     assert path_name("a b") is None and path_name("~zz") is None and path_name("~ff") is None
+
+
+@pytest.mark.parametrize(
+    ("allowed", "suggested"),
+    [
+        (["file:///srv/warehouse"], "org.apache.iceberg.hadoop.HadoopFileIO"),
+        (["file:///srv/a", "file:///srv/b"], "org.apache.iceberg.hadoop.HadoopFileIO"),
+        (["s3://bucket/warehouse"], None),
+        (["file:///srv/warehouse", "s3://bucket/warehouse"], None),
+        (["gs://bucket/w"], None),
+    ],
+)
+def test_java_clients_are_told_hadoop_file_io_only_when_every_location_is_a_local_file(
+    allowed: list[str], suggested: str | None
+) -> None:
+    """``ResolvingFileIO`` hands ``file:`` to ``HadoopFileIO`` anyway; on object stores the client's class path
+    decides, so the server must not choose."""
+    locations = StorageLocations("lake", allowed)
+    assert locations.java_file_io() == suggested
+    served = ServedHere(True, False, java_file_io=locations.java_file_io())
+    assert served.client_config("lake", [], None)["defaults"].get("io-impl") == suggested
