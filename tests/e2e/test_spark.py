@@ -134,6 +134,22 @@ def test_partitioned_create_insert_select(spark: Any, proxy: ProxyProcess, ns: s
     assert metadata["refs"]["main"]["snapshot-id"] == metadata["current-snapshot-id"]
 
 
+def test_spark_follows_the_catalogs_suggestions_hadoop_file_io_and_no_metrics_reports(
+    spark: Any, proxy: ProxyProcess, ns: str
+) -> None:
+    """``/v1/config`` defaults reach Spark's REST catalog: a ``file://`` warehouse's tables get ``HadoopFileIO``
+    (not ``ResolvingFileIO``), and no scan or commit report is sent (the proxy keeps none)."""
+    table = f"{CAT}.{ns}.suggested"
+    spark.sql(f"CREATE TABLE {table} (id bigint) USING iceberg")
+    spark.sql(f"INSERT INTO {table} VALUES (1), (2)")
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == 2
+    loaded = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    assert loaded.io().getClass().getName() == "org.apache.iceberg.hadoop.HadoopFileIO"
+    log = proxy.log()
+    assert f"POST /v1/{WAREHOUSE}/namespaces/{ns}/tables/suggested 200" in log  # the INSERT's commit
+    assert f"/namespaces/{ns}/tables/suggested/metrics" not in log
+
+
 def test_insert_overwrite_dynamic_and_static_partitions(spark: Any, ns: str) -> None:
     table = f"{CAT}.{ns}.t"
     spark.sql(f"CREATE TABLE {table} (id bigint, category string) USING iceberg PARTITIONED BY (category)")

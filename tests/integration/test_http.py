@@ -18,6 +18,7 @@ def test_config_names_prefix_and_exactly_the_served_endpoints(client: httpx.Clie
     assert config["defaults"] == {
         "irc-proxy.table-format-versions": "1,2,3",
         "io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",  # a file:// warehouse: what ResolvingFileIO would pick
+        "rest-metrics-reporting-enabled": "false",  # reports are not kept
     }
     endpoints = set(config["endpoints"])
     assert "POST /v1/{prefix}/transactions/commit" in endpoints

@@ -39,6 +39,12 @@ class Serving(Protocol):
 
 FILE_IO_PROPERTY = "io-impl"
 """The catalog property naming the ``FileIO`` class an Iceberg Java client loads (pyiceberg reads ``py-io-impl``)."""
+METRICS_REPORTING_PROPERTY = "rest-metrics-reporting-enabled"
+"""Whether an Iceberg Java client sends its scan and commit reports (``POST .../metrics``) to the catalog."""
+NO_METRICS_REPORTS = {METRICS_REPORTING_PROPERTY: "false"}
+"""What a catalog served here suggests: it accepts a report and keeps nothing of it (``table_ops.report_metrics``),
+so a Java client's round trip per scan and commit buys nothing (about 12 of a small Spark job's 40 requests).
+A client that sets the property itself still sends, and gets its 204."""
 FORMAT_VERSIONS_PROPERTY = "irc-proxy.table-format-versions"
 """The ``/v1/config`` default naming the table format versions served (``1,2,3``): a property clients ignore."""
 
@@ -89,7 +95,12 @@ class ServedHere:
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         versions = ",".join(str(v) for v in range(1, MAX_FORMAT_VERSION + 1))
-        defaults = {FORMAT_VERSIONS_PROPERTY: versions} | self._file_io | planning_defaults(self._planning)
+        defaults = (
+            {FORMAT_VERSIONS_PROPERTY: versions}
+            | self._file_io
+            | NO_METRICS_REPORTS
+            | planning_defaults(self._planning)
+        )
         body: dict[str, Any] = {"defaults": defaults, "overrides": {"prefix": prefix}, "endpoints": endpoints}
         if idempotency_lifetime:
             body["idempotency-key-lifetime"] = idempotency_lifetime
