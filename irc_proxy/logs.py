@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import time
 import weakref
 from asyncio import AbstractEventLoop
@@ -33,6 +34,11 @@ never yields would keep them waiting): the one that makes this many writes them 
 LINGER_SECONDS = 0.02
 """How long the lane's first waiting line may wait for others: a reader of the log sees each line this much later
 at most (nginx's ``access_log ... flush=`` is the same idea, in seconds)."""
+ATOMIC_WRITE_BYTES = select.PIPE_BUF
+"""POSIX writes at most this many bytes to a pipe in one piece: with ``server.workers > 1`` every worker writes to
+the same stderr, and when the pipe is full (a slow reader: journald, ``docker logs``) a longer write goes in parts
+that another worker's lines can land between. So the waiting lines go out in writes of whole lines of at most this
+many bytes each; a longer line is written alone, as every line was before lines waited for each other."""
 _Pending = tuple[str, logging.Logger, str, tuple[object, ...]]
 _HANDLERS: weakref.WeakSet[ProxyHandler] = weakref.WeakSet()
 
@@ -85,12 +91,33 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
         while pending:
             taken.append(pending.popleft())
         terminator = self.terminator
+        texts = [entry[0] + terminator for entry in taken]
+        written = 0
         try:
-            self.stream.write("".join([entry[0] + terminator for entry in taken]))
-            self.stream.flush()
+            for end in atomic_write_ends(texts):
+                self.stream.write("".join(texts[written:end]))
+                self.stream.flush()
+                written = end
         except Exception:
-            for _, logger, message, args in taken:
+            for _, logger, message, args in taken[written:]:
                 self.handleError(logger.makeRecord(logger.name, logging.INFO, "(unknown file)", 0, message, args, None))
+
+
+def atomic_write_ends(texts: list[str], limit: int = ATOMIC_WRITE_BYTES) -> list[int]:
+    """Where to cut ``texts`` (whole lines, in order) into writes of at most ``limit`` bytes each: the end index of
+    each write. A text over ``limit`` on its own is one write. Bytes are bounded without encoding: an ASCII text
+    is its length, any other at most 10 bytes a character (``backslashreplace`` of an astral character in a
+    stream whose encoding lacks it: ``\\U0001f600``)."""
+    ends: list[int] = []
+    size = 0
+    for index, text in enumerate(texts):
+        length = len(text) if text.isascii() else 10 * len(text)
+        if size and size + length > limit:
+            ends.append(index)
+            size = 0
+        size += length
+    ends.append(len(texts))
+    return ends
 
 
 def _forget_pending() -> None:

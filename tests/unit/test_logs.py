@@ -19,7 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irc_proxy.log_format import REQUEST_ID, TEXT_FORMAT, JsonFormatter, MaskingFormatter, RequestIdFilter
-from irc_proxy.logs import LINGER_SECONDS, PENDING_LINES, column, configure_logging, flush_logs, info
+from irc_proxy.logs import (
+    ATOMIC_WRITE_BYTES,
+    LINGER_SECONDS,
+    PENDING_LINES,
+    atomic_write_ends,
+    column,
+    configure_logging,
+    flush_logs,
+    info,
+)
 from irc_proxy.text import UNSAFE, field
 
 FORGED = "x\n2026-01-01 00:00:00,000 INFO [-] irc_proxy.access GET /v1/forged 200\x1b[2J\x85\u2028\u202e"
@@ -337,3 +346,55 @@ def test_a_line_left_when_its_loop_ends_is_written_by_a_flush(configured: Callab
     assert buffer.getvalue() == ""
     flush_logs()  # what ``irc-proxy serve`` calls when its loop has ended (and ``logging.shutdown`` at exit)
     assert json.loads(buffer.getvalue())["message"] == "last words"
+
+
+class _Writes(io.StringIO):
+    """A stream that keeps what each flush sent (one ``write`` system call of a real stderr)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+        self._from = 0
+
+    def flush(self) -> None:
+        value = self.getvalue()
+        if len(value) > self._from:
+            self.sent.append(value[self._from :])
+            self._from = len(value)
+
+
+def test_waiting_lines_go_out_in_whole_lines_of_at_most_pipe_buf_bytes(
+    configured: Callable[[str], io.StringIO],
+) -> None:
+    """With several workers on one stderr pipe, a write over ``PIPE_BUF`` can be split by another worker's lines."""
+    configured("text")
+    stream = _Writes()
+    cast(logging.StreamHandler[Any], logging.getLogger().handlers[0]).setStream(stream)
+    access = logging.getLogger("irc_proxy.access")
+
+    async def busy() -> None:
+        info(access, "GET /v1/%s 200", "x" * 5000)  # longer than PIPE_BUF: alone, as every line once was
+        info(access, "GET /v1/%s 200", "\u00e9" * 700)  # non-ASCII: 1,400 bytes in UTF-8
+        for i in range(PENDING_LINES - 2):
+            info(access, "GET /v1/%s-%03d 200", "y" * 250, i)
+
+    asyncio.run(busy())
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == PENDING_LINES
+    assert 3 <= len(stream.sent) < PENDING_LINES  # batched, yet cut
+    assert "".join(stream.sent) == stream.getvalue()
+    for sent in stream.sent:
+        assert sent.endswith("\n")
+        assert len(sent.encode()) <= ATOMIC_WRITE_BYTES or sent.count("\n") == 1, sent[:80]
+
+
+@given(st.lists(st.text(min_size=0, max_size=600).map(lambda t: t + "\n"), max_size=40), st.integers(1, 5000))
+def test_atomic_write_ends_cut_whole_texts_in_order_within_the_limit(texts: list[str], limit: int) -> None:
+    ends = atomic_write_ends(texts, limit)
+    assert ends == sorted(set(ends)) and ends[-1] == len(texts)
+    start = 0
+    for end in ends:
+        assert end > start or not texts
+        size = len("".join(texts[start:end]).encode("utf-8", "surrogatepass"))
+        assert size <= limit or end - start == 1
+        start = end
