@@ -119,6 +119,43 @@ def test_tables_are_listed_in_keyset_pages(local: LocalBackend) -> None:
     assert (exact.names, exact.next_token) == (["a", "b", "c"], None)
 
 
+ODD_NAMES = [
+    "plain",
+    'quo"te',
+    "back\\slash",
+    "[1,2]",
+    "null",
+    "caf\u00e9",
+    "cafe\u0301",
+    "\U0001f600x",
+    "Zed",
+    "a b",
+    "\u00ff",
+    "~",
+]
+
+
+def test_pages_of_odd_names_are_whole_unique_and_in_the_databases_order(local: LocalBackend, database_url: str) -> None:
+    """On SQLite a page is read as one JSON array (``LocalBackend._names``): every name must come back as stored,
+    in SQLite's order (code points), and the keyset pages must join up without a gap or a repeat."""
+    for name in ODD_NAMES:
+        create(local, "odd", name)
+        asyncio.run(local.create_namespaces([(f"odd:{name}", {})]))
+    for listing in (lambda t: local.list_tables("odd", t, 3), lambda t: local.list_namespaces("odd:", t, 3)):
+        names: list[str] = []
+        token = None
+        while True:
+            page = asyncio.run(listing(token))
+            names += page.names
+            if page.next_token is None:
+                break
+            token = page.next_token
+        stripped = [n.removeprefix("odd:") for n in names]
+        assert sorted(stripped) == sorted(ODD_NAMES) and len(set(stripped)) == len(ODD_NAMES)
+        if database_url.startswith("sqlite"):
+            assert stripped == sorted(ODD_NAMES)
+
+
 def test_a_pointer_moves_only_from_the_expected_location(local: LocalBackend) -> None:
     assert create(local, "ns", "t")
     assert not create(local, "ns", "t", "file:///m/other.json")  # exists: a lost swap, not an error
