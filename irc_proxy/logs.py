@@ -87,20 +87,33 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
         reported for each of its lines, as logging reports a failed ``emit``, and never made again: the stream
         may hold part of it already (a full non-blocking pipe takes it later), and a second write would log it
         twice."""
-        pending, taken = self.pending, []
-        while pending:
-            taken.append(pending.popleft())
+        pending = self.pending
+        taken = list(pending)  # one C call: other threads' appends land before or after it, never inside
         terminator = self.terminator
         texts = [entry[0] + terminator for entry in taken]
         written = 0
         try:
             for end in atomic_write_ends(texts):
-                self.stream.write("".join(texts[written:end]))
+                text = "".join(texts[written:end])
+                # Lines leave the queue only once written: a SIGTERM handler (``irc_proxy.asgi``) that runs between
+                # two bytecodes of this method, re-entering it through ``flush``, writes what is still queued
+                # before the process ends. Taken out first, they were lost in that window; now the window (between
+                # the write and the ``popleft`` calls) can at worst write a few lines twice.
+                self.stream.write(text)
                 self.stream.flush()
+                _drop(pending, taken[written:end])
                 written = end
         except Exception:
+            _drop(pending, taken[written:])  # never written again: the stream may hold part of them already
             for _, logger, message, args in taken[written:]:
                 self.handleError(logger.makeRecord(logger.name, logging.INFO, "(unknown file)", 0, message, args, None))
+
+
+def _drop(pending: deque[_Pending], entries: list[_Pending]) -> None:
+    """Take ``entries`` off the front of ``pending``, those still there (a re-entrant write may have taken them)."""
+    for entry in entries:
+        if pending and pending[0] is entry:
+            pending.popleft()
 
 
 def atomic_write_ends(texts: list[str], limit: int = ATOMIC_WRITE_BYTES) -> list[int]:

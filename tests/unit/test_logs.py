@@ -398,3 +398,41 @@ def test_atomic_write_ends_cut_whole_texts_in_order_within_the_limit(texts: list
         size = len("".join(texts[start:end]).encode("utf-8", "surrogatepass"))
         assert size <= limit or end - start == 1
         start = end
+
+
+class _Terminated(BaseException):
+    """The process ending in the middle of a write (a SIGTERM's default action after ``irc_proxy.asgi``'s flush)."""
+
+
+class _SignalledAt(io.StringIO):
+    """A stream whose ``at``-th write is preceded by a SIGTERM: the handler flushes the log, then the process ends."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at, self.writes = at, 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        if self.writes == self.at:
+            flush_logs()  # what ``asgi._flush_then_terminate`` does, re-entering the write that was under way
+            raise _Terminated
+        return super().write(text)
+
+
+@pytest.mark.parametrize("at", [1, 2, 3])
+def test_a_sigterm_between_two_writes_of_a_batch_loses_no_line(
+    configured: Callable[[str], io.StringIO], at: int
+) -> None:
+    configured("text")
+    stream = _SignalledAt(at)
+    cast(logging.StreamHandler[Any], logging.getLogger().handlers[0]).setStream(stream)
+    access = logging.getLogger("irc_proxy.access")
+
+    async def busy() -> None:
+        for i in range(PENDING_LINES):  # the last one writes them all, in several writes of whole lines
+            info(access, "GET /v1/%s-%03d 200", "y" * 250, i)
+
+    with pytest.raises(_Terminated):
+        asyncio.run(busy())
+    written = [line.rsplit("-", 1)[1].split()[0] for line in stream.getvalue().splitlines()]
+    assert written == [f"{i:03d}" for i in range(PENDING_LINES)]
