@@ -14,6 +14,7 @@ Where an operation runs (``placement``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from irc_proxy.backends.base import Upstream, UpstreamConfig
@@ -99,3 +100,9 @@ class ForwardedServing:
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         """The upstream's config (its idempotency lifetime, not ours), this prefix, the served endpoints."""
         return client_config(self._upstream.discovered, prefix, endpoints, self._planning)
+
+    def table_config(
+        self, metadata_location: str | None, location: str, properties: Mapping[str, str]
+    ) -> dict[str, str]:
+        """Nothing: the remote's tables are answered by the remote (its config passes through unchanged)."""
+        return {}

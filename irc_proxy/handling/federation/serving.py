@@ -8,9 +8,11 @@ The dispatcher asks it for a :class:`Placement` per operation and never asks wha
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from irc_proxy.handling.security.context import RequestContext
+from irc_proxy.handling.storage.locations import RESOLVING_FILE_IO, on_local_files
 from irc_proxy.handling.tables.format_v3 import MAX_FORMAT_VERSION
 
 VENDING_SUFFIXES = ("/credentials", "/sign")
@@ -35,6 +37,11 @@ class Serving(Protocol):
 
     def client_config(self, prefix: str, endpoints: list[str], idempotency_lifetime: str | None) -> dict[str, Any]:
         """The ``/v1/config`` body for this catalog."""
+
+    def table_config(
+        self, metadata_location: str | None, location: str, properties: Mapping[str, str]
+    ) -> dict[str, str]:
+        """What a table's ``config`` (in a LoadTableResult the proxy answers itself) adds for this table."""
 
 
 FILE_IO_PROPERTY = "io-impl"
@@ -105,3 +112,14 @@ class ServedHere:
         if idempotency_lifetime:
             body["idempotency-key-lifetime"] = idempotency_lifetime
         return body
+
+    def table_config(
+        self, metadata_location: str | None, location: str, properties: Mapping[str, str]
+    ) -> dict[str, str]:
+        """``io-impl = ResolvingFileIO`` for a table outside ``file://`` when the catalog suggests ``HadoopFileIO``
+        (Java merges a table's config over the catalog's properties for that table's ``FileIO``): such a table
+        is not confined to the catalog's allowed locations when it predates them or another engine made it, and
+        ``HadoopFileIO`` reads no ``s3://`` path where ``ResolvingFileIO`` would pick ``S3FileIO``."""
+        if not self._file_io or on_local_files(metadata_location, location, properties):
+            return {}
+        return {FILE_IO_PROPERTY: RESOLVING_FILE_IO}

@@ -32,7 +32,10 @@ class TableResult:
 
 
 def _result(catalog: Catalog, loaded: LoadedTable, granted: Granted) -> TableResult:
-    config = planning_defaults(catalog.scan_planning) | granted.config  # the spec's table config says where to plan
+    metadata = loaded.metadata
+    placed = catalog.serving.table_config(loaded.metadata_location, metadata.location, metadata.properties)
+    # The spec's table config says where to plan (and, for a table off file://, which FileIO Java should pick).
+    config = planning_defaults(catalog.scan_planning) | placed | granted.config
     if config:
         loaded = replace(loaded, config=loaded.config | config)
     return TableResult(loaded, granted.fields)

@@ -46,7 +46,9 @@ _METADATA = {
 def _hostile_remote(marker: Path) -> ThreadingHTTPServer:
     config = {"touch": "", str(marker): "", "py-io-impl": "subprocess.Popen"}  # Popen(dict): its keys are argv
     answers = {
-        "/v1/config": {"defaults": {}, "overrides": {}},
+        # The catalog's defaults name classes too (Java's io-impl, pyiceberg's py-io-impl): the proxy's own reads
+        # never build a FileIO from them (they pass through to the front's clients, like every forwarded answer).
+        "/v1/config": {"defaults": config | {"io-impl": "java.lang.ProcessBuilder"}, "overrides": {}},
         "table": {"metadata-location": "file:///nowhere/a/t/metadata/1.json", "metadata": _METADATA, "config": config},
     }
 

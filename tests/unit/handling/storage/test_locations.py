@@ -114,3 +114,25 @@ def test_java_clients_are_told_hadoop_file_io_only_when_every_location_is_a_loca
     assert locations.java_file_io() == suggested
     served = ServedHere(True, False, java_file_io=locations.java_file_io())
     assert served.client_config("lake", [], None)["defaults"].get("io-impl") == suggested
+
+
+@pytest.mark.parametrize(
+    ("location", "properties", "override"),
+    [
+        ("file:///srv/warehouse/ns/t", {}, None),
+        ("FILE:/srv/warehouse/ns/t", {}, None),
+        ("s3://bucket/ns/t", {}, "org.apache.iceberg.io.ResolvingFileIO"),
+        ("file:///srv/warehouse/ns/t", {"write.data.path": "s3a://b/d"}, "org.apache.iceberg.io.ResolvingFileIO"),
+        ("no-scheme/ns/t", {}, "org.apache.iceberg.io.ResolvingFileIO"),
+    ],
+)
+def test_a_table_off_file_in_a_file_only_catalog_is_told_resolving_file_io(
+    location: str, properties: dict[str, str], override: str | None
+) -> None:
+    """The catalog's ``HadoopFileIO`` suggestion is taken back in the config of a table it holds off ``file://``
+    (kept from before ``allowed_locations`` was narrowed, or made by another engine); catalogs that suggest
+    nothing add nothing."""
+    file_only = ServedHere(True, False, java_file_io=StorageLocations("lake", ["file:///srv/warehouse"]).java_file_io())
+    assert file_only.table_config(None, location, properties).get("io-impl") == override
+    on_s3 = ServedHere(True, False, java_file_io=StorageLocations("lake", ["s3://bucket"]).java_file_io())
+    assert on_s3.table_config(None, location, properties) == {}
