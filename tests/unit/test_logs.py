@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, cast
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -180,6 +181,44 @@ def test_a_column_is_one_quoted_token_cut_after_its_limit() -> None:
     assert json.loads(cut) == "/" + "a" * 9 + "...(21 more)"
     # masked before the cut: half a password is not left where the masking of the line no longer sees a URL
     assert "pw" not in column("/x/https://user:pw@host/" + "b" * 50, 20)
+
+
+# What a client chooses of an access line comes from bytes (``raw_path`` and the method decoded as latin-1, an
+# ``X-Request-Id`` of printable latin-1): the characters that are widest once escaped or encoded, and plain ones.
+WIDE = st.text(alphabet=st.sampled_from(["\x01", "\x1b", "\x80", "\x9f", "\\", '"', "\xe9", "\xff", "a", " "]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(method=WIDE, path=WIDE, request_id=WIDE, client=st.text(max_size=200))
+def test_an_access_line_of_any_client_text_fits_one_atomic_pipe_write(
+    method: str, path: str, request_id: str, client: str
+) -> None:
+    """With ``server.workers > 1`` on one stderr pipe, a line over ``PIPE_BUF`` bytes goes in parts that another
+    worker's lines land between (a slow reader). A path of 1,024 control characters was 6 KiB as text, 7 as JSON:
+    each column is at most its limit in bytes as either format writes it, so a whole line fits in one write."""
+    from irc_proxy.http.middleware import METHOD_SHOWN, PATH_SHOWN
+
+    wide_path = ("/v1/" + path * 2000)[:3000]
+    sent_id = ("\xe9" + "".join(c for c in request_id if c.isprintable()) * 200)[:128]  # else a new one
+    shown_id = field(sent_id)
+    columns = (
+        column((method * 100)[:200] or "GET", METHOD_SHOWN),
+        column(wide_path, PATH_SHOWN),
+        500,
+        123456.7,
+        shown_id,
+        " client=" + quote(("\U0010ffff" + client * 200)[:128], safe="@._-:+"),
+    )
+    message = "%s %s %d %.1fms id=%s%s" % columns  # noqa: UP031 (the middleware's own format)
+    for formatter in (MaskingFormatter(TEXT_FORMAT), JsonFormatter()):
+        line = formatter.line(1.7e9, "INFO", "irc_proxy.access", sent_id, message) + "\n"
+        assert len(line.encode("utf-8", "backslashreplace")) <= ATOMIC_WRITE_BYTES
+
+
+def test_a_column_of_wide_characters_is_cut_at_its_limit_in_bytes() -> None:
+    assert json.loads(column("/v1/" + "\x01" * 1100, 1024)) == "/v1/" + "\x01" * 145 + "...(955 more)"
+    assert json.loads(column("/v1/" + "\xe9" * 2000, 1024)) == "/v1/" + "\xe9" * 510 + "...(1490 more)"
+    assert json.loads(column("/v1/" + "a" * 2000, 1024)) == "/v1/" + "a" * 1020 + "...(980 more)"  # as before
 
 
 # Any input: the lane against logging's own handler and formatter, for client text built from the pieces that
