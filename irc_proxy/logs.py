@@ -102,6 +102,9 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
                 # two bytecodes of this method, re-entering it through ``flush``, writes what is still queued
                 # before the process ends. Taken out first, they were lost in that window; now the window (between
                 # the write and the ``popleft`` calls) can at worst write a few lines twice.
+                # What a failed write left in the stream (a full non-blocking pipe) goes out alone first: behind
+                # it, this write would be two writes' bytes, over PIPE_BUF (cut mid-line when the pipe is full).
+                self.stream.flush()
                 self.stream.write(text)
                 self.stream.flush()
                 _drop(pending, taken[written:end])

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import io
 import json
 import logging
 import logging.handlers
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -400,6 +402,56 @@ class _Writes(io.StringIO):
         if len(value) > self._from:
             self.sent.append(value[self._from :])
             self._from = len(value)
+
+
+class _RecordedFile(io.FileIO):
+    """A file whose every ``write`` (one system call) is recorded: how many bytes asked, how many taken."""
+
+    calls: list[tuple[int, int | None]]
+
+    def write(self, data: bytes, /) -> int | None:  # type: ignore[override]  # typeshed: never None
+        taken: int | None = super().write(data)  # None: the pipe is full (a non-blocking file)
+        self.calls.append((len(data), taken))
+        return taken
+
+
+def test_after_a_failed_write_to_a_full_pipe_no_write_is_over_pipe_buf(
+    configured: Callable[[str], io.StringIO], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that a full non-blocking pipe refused stays in the stream's buffer: the next batch's first write
+    carried it too, 7,792 bytes of which the pipe took 4,096, cutting a line where another worker's could land.
+    What was left goes out alone first."""
+    configured("text")
+    read, write = os.pipe()
+    fcntl.fcntl(write, 1031, ATOMIC_WRITE_BYTES)  # F_SETPIPE_SZ: one page
+    os.set_blocking(write, False)
+    raw = _RecordedFile(write, "w")
+    raw.calls = []
+    stream = io.TextIOWrapper(io.BufferedWriter(cast(io.FileIO, raw)), encoding="utf-8", errors="backslashreplace")
+    handler = cast(logging.StreamHandler[Any], logging.getLogger().handlers[0])
+    handler.setStream(stream)
+    failed: list[logging.LogRecord] = []
+    monkeypatch.setattr(handler, "handleError", failed.append)
+    access = logging.getLogger("irc_proxy.access")
+
+    async def batch(tag: str, count: int) -> None:
+        for i in range(count):
+            info(access, "GET /v1/%s-%03d/%s 200", tag, i, "p" * 150)
+        handler.flush()  # the batch, as the linger's timer writes it
+
+    try:
+        os.write(write, b"x" * (ATOMIC_WRITE_BYTES - 100))  # a reader that stopped reading
+        asyncio.run(batch("a", 40))
+        assert len(failed) == 40
+        os.set_blocking(read, False)
+        os.read(read, 65536)  # it caught up once
+        asyncio.run(batch("b", 20))
+        assert raw.calls and all(asked <= ATOMIC_WRITE_BYTES for asked, _ in raw.calls), raw.calls
+        assert all(taken in (None, asked) for asked, taken in raw.calls), raw.calls  # each whole, or none of it
+    finally:
+        os.close(read)
+        with contextlib.suppress(OSError):
+            stream.close()
 
 
 def test_waiting_lines_go_out_in_whole_lines_of_at_most_pipe_buf_bytes(
