@@ -263,11 +263,12 @@ class LocalBackend:
         On SQLite the page comes back as one row, a JSON array: sqlite3 lets go of the GIL for every row it steps,
         and each re-take while the event loop runs is a forced hand-over (a 10,000-name page cost its thread
         ~10,000 context switches; five such listings a second moved a served 304's p50 from 0.163 to ~0.19 ms,
-        2026-11). ``json_group_array`` promises no order, so the page is sorted again in Python, and the page and
-        the token's ``>`` must then be SQLite's BINARY collation (UTF-8 bytes, which order as code points do, as
-        ``sorted`` does), written out: a ``catalog.db`` made by another tool may declare the column ``COLLATE
-        NOCASE``, and in its order the re-sorted page's last name is not the last name read (``B a c`` paged by 2:
-        ``[B, a]``, then ``B`` again and never ``c``). A value that is not text (a BLOB another tool wrote: JSON
+        2026-11). The order is SQLite's BINARY collation, written out (a ``catalog.db`` made by another tool may
+        declare the column ``COLLATE NOCASE``): in a UTF-8 database that is code-point order, Python's. The array
+        is used only when it is in that order: ``json_group_array`` promises none, and a database another tool
+        made in UTF-16 (``PRAGMA encoding``) compares UTF-16 bytes, another order; the page is then read row by
+        row, in SQLite's order, as the token's ``>`` compares (re-sorted in Python, pages in such a database
+        repeated a name and never showed another). A value that is not text (a BLOB another tool wrote: JSON
         holds none, and the whole listing failed as "database unavailable") is no name a client can ask for, and
         is left out, as NULL is by every comparison.
         """
@@ -279,9 +280,12 @@ class LocalBackend:
         stmt = stmt.where(func.typeof(column) == "text")
         if token is not None:
             stmt = stmt.where(binary > token)
-        page = stmt.order_by(binary).limit(limit + 1).subquery()
-        packed = conn.execute(select(func.json_group_array(page.c[0]))).scalar_one()
-        return sorted(cast(list[str], json.loads(packed)))
+        page = stmt.order_by(binary).limit(limit + 1)
+        packed = conn.execute(select(func.json_group_array(page.subquery().c[0]))).scalar_one()
+        names = cast(list[str], json.loads(packed))
+        if names == sorted(names):  # one C pass over a page in order
+            return names
+        return cast(list[str], list(conn.execute(page).scalars()))
 
     def _table(self, namespace: str, name: str) -> Any:
         return and_(

@@ -157,9 +157,10 @@ def test_pages_of_odd_names_are_whole_unique_and_in_the_databases_order(local: L
             assert stripped == sorted(ODD_NAMES)
 
 
-def _foreign_catalog_db(path: Path, name_collation: str = "") -> str:
-    """A ``catalog.db`` whose tables another tool made (pyiceberg's columns, its own collation) and filled."""
+def _foreign_catalog_db(path: Path, name_collation: str = "", encoding: str = "UTF-8") -> str:
+    """A ``catalog.db`` whose tables another tool made (pyiceberg's columns, its own collation and encoding)."""
     with sqlite3.connect(path) as con:
+        con.execute(f"PRAGMA encoding = '{encoding}'")
         con.execute(
             "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT NULL,"
             f" table_name VARCHAR(255) {name_collation} NOT NULL, metadata_location VARCHAR(1000),"
@@ -205,6 +206,25 @@ def test_pages_join_up_in_a_foreign_catalog_db_whose_names_sort_without_case(tmp
             spaces = _all_pages(lambda t: asyncio.run(backend.list_namespaces("p:", t, size)))
             assert tables == sorted(names), size
             assert [n.removeprefix("p:") for n in spaces] == sorted(names), size
+    finally:
+        asyncio.run(backend.close())
+
+
+def test_pages_join_up_in_a_foreign_catalog_db_in_utf_16(tmp_path: Path) -> None:
+    """SQLite's BINARY collation compares the database's own bytes: in UTF-16, ``\u0101`` (01 01) sorts before
+    ``a`` (61 00), unlike code points. The page read as JSON is then out of Python's order and is read again row
+    by row in SQLite's: re-sorted in Python, pages by 2 went ``a, \u0100x, a, b, c, d`` (``\u0101`` never)."""
+    url = _foreign_catalog_db(tmp_path / "catalog.db", encoding="UTF-16le")
+    names = ["\u0101", "b", "a", "c", "\u0100x", "d"]
+    with sqlite3.connect(tmp_path / "catalog.db") as con:
+        for name in names:
+            con.execute("INSERT INTO iceberg_tables VALUES ('c', 'ns', ?, 'file:///m', NULL, 'TABLE')", (name,))
+    con.close()
+    backend = LocalBackend("c", (tmp_path / "wh").as_uri(), url, ThreadRunner(2))
+    try:
+        for size in (1, 2, 3, 10):
+            tables = _all_pages(lambda t: asyncio.run(backend.list_tables("ns", t, size)))
+            assert sorted(tables) == sorted(names) and len(tables) == len(names), (size, tables)
     finally:
         asyncio.run(backend.close())
 
