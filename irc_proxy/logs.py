@@ -14,6 +14,8 @@ writes them before it ends: ``irc_proxy.asgi``).
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 import select
@@ -22,11 +24,12 @@ import weakref
 from asyncio import AbstractEventLoop
 from asyncio import _get_running_loop as running_loop
 from collections import deque
+from json.encoder import encode_basestring
 from typing import Literal, TextIO
 
 from irc_proxy.log_format import REQUEST_ID, TEXT_FORMAT, JsonFormatter, MaskingFormatter, RequestIdFilter
 from irc_proxy.masking import mask_text
-from irc_proxy.text import field
+from irc_proxy.text import field, json_safe
 
 PENDING_LINES = 64
 """Lines of the lane that may wait (a busy server makes this many well within ``LINGER_SECONDS``; a coroutine that
@@ -99,6 +102,9 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
                 # two bytecodes of this method, re-entering it through ``flush``, writes what is still queued
                 # before the process ends. Taken out first, they were lost in that window; now the window (between
                 # the write and the ``popleft`` calls) can at worst write a few lines twice.
+                # What a failed write left in the stream (a full non-blocking pipe) goes out alone first: behind
+                # it, this write would be two writes' bytes, over PIPE_BUF (cut mid-line when the pipe is full).
+                self.stream.flush()
                 self.stream.write(text)
                 self.stream.flush()
                 _drop(pending, taken[written:end])
@@ -229,15 +235,48 @@ def info(logger: logging.Logger, message: str, *args: object) -> None:
 
 def column(text: str, limit: int) -> str:
     """``text`` as one column of a space-separated line (``irc_proxy.text.field``), at most ``limit`` of its
-    characters followed by ``...(N more)``.
+    characters followed by ``...(N more)``, and at most ``limit`` bytes as either log format writes them.
 
     Why bounded: a client chooses the path and (over HTTP/2) the method, up to the server's header limits
     (64 KiB), and every access log line would carry them whole. Masked before it is cut (rare: only a text over
     the limit pays), so a cut cannot leave half a password that the masking of the whole line no longer knows
-    as one.
+    as one. Why in bytes too: a character may be written as up to 7 (``\\u0001`` in a JSON line), and a line
+    over ``ATOMIC_WRITE_BYTES`` goes to a pipe in parts: with ``server.workers > 1`` and a slow reader, another
+    worker's lines landed inside an h2c client's line of 1,100 control characters (8 of 60 such lines split,
+    a tail starting a line of its own: room for a forged one).
     """
-    if len(text) > limit:
+    if len(text) * _WIDEST <= limit:  # every path a client sends in earnest: no character is counted
+        return field(text)
+    cut = limit if _narrow(text) else _fitting(text, limit)
+    if len(text) > cut:
         text = mask_text(text)
-        if len(text) > limit:
-            text = f"{text[:limit]}...({len(text) - limit} more)"
+        cut = limit if _narrow(text) else _fitting(text, limit)
+        if len(text) > cut:
+            text = f"{text[:cut]}...({len(text) - cut} more)"
     return field(text)
+
+
+_WIDEST = 7
+"""The most bytes a character of a column is written as (``_written_width``: ``\\\\u0001`` in a JSON line)."""
+
+
+def _narrow(text: str) -> bool:
+    """Whether each character of ``text`` is one byte in both log formats (printable ASCII but ``\\`` and ``"``)."""
+    return text.isascii() and text.isprintable() and "\\" not in text and '"' not in text
+
+
+def _fitting(text: str, limit: int) -> int:
+    """How many of ``text``'s first characters are at most ``limit`` bytes as a column of either log format."""
+    size = 0
+    for index, char in enumerate(text[:limit]):
+        size += _written_width(char)
+        if size > limit:
+            return index
+    return min(len(text), limit)
+
+
+@functools.lru_cache(maxsize=1024)
+def _written_width(char: str) -> int:
+    """The bytes of ``char`` in a quoted column (``field``), in a text line and, escaped again, in a JSON line."""
+    quoted = json_safe(json.dumps(char, ensure_ascii=False))[1:-1]
+    return len(json_safe(encode_basestring(quoted))[1:-1].encode("utf-8", "backslashreplace"))

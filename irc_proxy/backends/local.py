@@ -184,9 +184,7 @@ class LocalBackend:
             stmt = select(names.c.name)
             if prefix:
                 stmt = stmt.where(func.substr(names.c.name, 1, len(prefix)) == prefix)
-            if token is not None:
-                stmt = stmt.where(names.c.name > token)
-            return _keyset(self._names(conn, stmt.order_by(names.c.name).limit(limit + 1)), limit)
+            return _keyset(self._names(conn, stmt, names.c.name, token, limit), limit)
 
         return await self._run(query)
 
@@ -259,19 +257,35 @@ class LocalBackend:
         await self._run(drop)
 
     # Tables ------------------------------------------------------------------------------
-    def _names(self, conn: Connection, stmt: Select[Any]) -> list[str]:
-        """The one column of ``stmt`` (ordered, limited: a listing's page), in its order.
+    def _names(self, conn: Connection, stmt: Select[Any], column: Any, token: str | None, limit: int) -> list[str]:
+        """A listing's page: the first ``limit + 1`` values of ``column`` in ``stmt`` after ``token``, in order.
 
         On SQLite the page comes back as one row, a JSON array: sqlite3 lets go of the GIL for every row it steps,
         and each re-take while the event loop runs is a forced hand-over (a 10,000-name page cost its thread
         ~10,000 context switches; five such listings a second moved a served 304's p50 from 0.163 to ~0.19 ms,
-        2026-11). ``json_group_array`` promises no order, so the page is sorted again: SQLite's BINARY collation
-        compares UTF-8 bytes, which order as code points do, as Python's ``sorted`` does.
+        2026-11). The order is SQLite's BINARY collation, written out (a ``catalog.db`` made by another tool may
+        declare the column ``COLLATE NOCASE``): in a UTF-8 database that is code-point order, Python's. The array
+        is used only when it is in that order: ``json_group_array`` promises none, and a database another tool
+        made in UTF-16 (``PRAGMA encoding``) compares UTF-16 bytes, another order; the page is then read row by
+        row, in SQLite's order, as the token's ``>`` compares (re-sorted in Python, pages in such a database
+        repeated a name and never showed another). A value that is not text (a BLOB another tool wrote: JSON
+        holds none, and the whole listing failed as "database unavailable") is no name a client can ask for, and
+        is left out, as NULL is by every comparison.
         """
         if conn.dialect.name != "sqlite":
-            return cast(list[str], list(conn.execute(stmt).scalars()))
-        packed = conn.execute(select(func.json_group_array(stmt.subquery().c[0]))).scalar_one()
-        return sorted(cast(list[str], json.loads(packed)))
+            if token is not None:
+                stmt = stmt.where(column > token)
+            return cast(list[str], list(conn.execute(stmt.order_by(column).limit(limit + 1)).scalars()))
+        binary = column.collate("BINARY")
+        stmt = stmt.where(func.typeof(column) == "text")
+        if token is not None:
+            stmt = stmt.where(binary > token)
+        page = stmt.order_by(binary).limit(limit + 1)
+        packed = conn.execute(select(func.json_group_array(page.subquery().c[0]))).scalar_one()
+        names = cast(list[str], json.loads(packed))
+        if names == sorted(names):  # one C pass over a page in order
+            return names
+        return cast(list[str], list(conn.execute(page).scalars()))
 
     def _table(self, namespace: str, name: str) -> Any:
         return and_(
@@ -288,9 +302,7 @@ class LocalBackend:
                 TABLES.c.table_namespace == namespace,
                 or_(TABLES.c.iceberg_type.is_(None), TABLES.c.iceberg_type == "TABLE"),
             )
-            if token is not None:
-                stmt = stmt.where(TABLES.c.table_name > token)
-            names = self._names(conn, stmt.order_by(TABLES.c.table_name).limit(limit + 1))
+            names = self._names(conn, stmt, TABLES.c.table_name, token, limit)
             if not names and not self._ns_exists(conn, namespace):
                 raise NoSuchNamespace(namespace)
             return _keyset(names, limit)

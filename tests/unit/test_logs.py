@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import io
 import json
 import logging
 import logging.handlers
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, cast
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -180,6 +183,44 @@ def test_a_column_is_one_quoted_token_cut_after_its_limit() -> None:
     assert json.loads(cut) == "/" + "a" * 9 + "...(21 more)"
     # masked before the cut: half a password is not left where the masking of the line no longer sees a URL
     assert "pw" not in column("/x/https://user:pw@host/" + "b" * 50, 20)
+
+
+# What a client chooses of an access line comes from bytes (``raw_path`` and the method decoded as latin-1, an
+# ``X-Request-Id`` of printable latin-1): the characters that are widest once escaped or encoded, and plain ones.
+WIDE = st.text(alphabet=st.sampled_from(["\x01", "\x1b", "\x80", "\x9f", "\\", '"', "\xe9", "\xff", "a", " "]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(method=WIDE, path=WIDE, request_id=WIDE, client=st.text(max_size=200))
+def test_an_access_line_of_any_client_text_fits_one_atomic_pipe_write(
+    method: str, path: str, request_id: str, client: str
+) -> None:
+    """With ``server.workers > 1`` on one stderr pipe, a line over ``PIPE_BUF`` bytes goes in parts that another
+    worker's lines land between (a slow reader). A path of 1,024 control characters was 6 KiB as text, 7 as JSON:
+    each column is at most its limit in bytes as either format writes it, so a whole line fits in one write."""
+    from irc_proxy.http.middleware import METHOD_SHOWN, PATH_SHOWN
+
+    wide_path = ("/v1/" + path * 2000)[:3000]
+    sent_id = ("\xe9" + "".join(c for c in request_id if c.isprintable()) * 200)[:128]  # else a new one
+    shown_id = field(sent_id)
+    columns = (
+        column((method * 100)[:200] or "GET", METHOD_SHOWN),
+        column(wide_path, PATH_SHOWN),
+        500,
+        123456.7,
+        shown_id,
+        " client=" + quote(("\U0010ffff" + client * 200)[:128], safe="@._-:+"),
+    )
+    message = "%s %s %d %.1fms id=%s%s" % columns  # noqa: UP031 (the middleware's own format)
+    for formatter in (MaskingFormatter(TEXT_FORMAT), JsonFormatter()):
+        line = formatter.line(1.7e9, "INFO", "irc_proxy.access", sent_id, message) + "\n"
+        assert len(line.encode("utf-8", "backslashreplace")) <= ATOMIC_WRITE_BYTES
+
+
+def test_a_column_of_wide_characters_is_cut_at_its_limit_in_bytes() -> None:
+    assert json.loads(column("/v1/" + "\x01" * 1100, 1024)) == "/v1/" + "\x01" * 145 + "...(955 more)"
+    assert json.loads(column("/v1/" + "\xe9" * 2000, 1024)) == "/v1/" + "\xe9" * 510 + "...(1490 more)"
+    assert json.loads(column("/v1/" + "a" * 2000, 1024)) == "/v1/" + "a" * 1020 + "...(980 more)"  # as before
 
 
 # Any input: the lane against logging's own handler and formatter, for client text built from the pieces that
@@ -361,6 +402,56 @@ class _Writes(io.StringIO):
         if len(value) > self._from:
             self.sent.append(value[self._from :])
             self._from = len(value)
+
+
+class _RecordedFile(io.FileIO):
+    """A file whose every ``write`` (one system call) is recorded: how many bytes asked, how many taken."""
+
+    calls: list[tuple[int, int | None]]
+
+    def write(self, data: bytes, /) -> int | None:  # type: ignore[override]  # typeshed: never None
+        taken: int | None = super().write(data)  # None: the pipe is full (a non-blocking file)
+        self.calls.append((len(data), taken))
+        return taken
+
+
+def test_after_a_failed_write_to_a_full_pipe_no_write_is_over_pipe_buf(
+    configured: Callable[[str], io.StringIO], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that a full non-blocking pipe refused stays in the stream's buffer: the next batch's first write
+    carried it too, 7,792 bytes of which the pipe took 4,096, cutting a line where another worker's could land.
+    What was left goes out alone first."""
+    configured("text")
+    read, write = os.pipe()
+    fcntl.fcntl(write, 1031, ATOMIC_WRITE_BYTES)  # F_SETPIPE_SZ: one page
+    os.set_blocking(write, False)
+    raw = _RecordedFile(write, "w")
+    raw.calls = []
+    stream = io.TextIOWrapper(io.BufferedWriter(cast(io.FileIO, raw)), encoding="utf-8", errors="backslashreplace")
+    handler = cast(logging.StreamHandler[Any], logging.getLogger().handlers[0])
+    handler.setStream(stream)
+    failed: list[logging.LogRecord] = []
+    monkeypatch.setattr(handler, "handleError", failed.append)
+    access = logging.getLogger("irc_proxy.access")
+
+    async def batch(tag: str, count: int) -> None:
+        for i in range(count):
+            info(access, "GET /v1/%s-%03d/%s 200", tag, i, "p" * 150)
+        handler.flush()  # the batch, as the linger's timer writes it
+
+    try:
+        os.write(write, b"x" * (ATOMIC_WRITE_BYTES - 100))  # a reader that stopped reading
+        asyncio.run(batch("a", 40))
+        assert len(failed) == 40
+        os.set_blocking(read, False)
+        os.read(read, 65536)  # it caught up once
+        asyncio.run(batch("b", 20))
+        assert raw.calls and all(asked <= ATOMIC_WRITE_BYTES for asked, _ in raw.calls), raw.calls
+        assert all(taken in (None, asked) for asked, taken in raw.calls), raw.calls  # each whole, or none of it
+    finally:
+        os.close(read)
+        with contextlib.suppress(OSError):
+            stream.close()
 
 
 def test_waiting_lines_go_out_in_whole_lines_of_at_most_pipe_buf_bytes(

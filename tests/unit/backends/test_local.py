@@ -4,14 +4,15 @@ compare-and-swap pointers (several at once, atomically), drops and renames that 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from irc_proxy.backends.base import PointerSwap
+from irc_proxy.backends.base import Listing, PointerSwap
 from irc_proxy.backends.local import (
     TABLES,
     LocalBackend,
@@ -154,6 +155,96 @@ def test_pages_of_odd_names_are_whole_unique_and_in_the_databases_order(local: L
         assert sorted(stripped) == sorted(ODD_NAMES) and len(set(stripped)) == len(ODD_NAMES)
         if database_url.startswith("sqlite"):
             assert stripped == sorted(ODD_NAMES)
+
+
+def _foreign_catalog_db(path: Path, name_collation: str = "", encoding: str = "UTF-8") -> str:
+    """A ``catalog.db`` whose tables another tool made (pyiceberg's columns, its own collation and encoding)."""
+    with sqlite3.connect(path) as con:
+        con.execute(f"PRAGMA encoding = '{encoding}'")
+        con.execute(
+            "CREATE TABLE iceberg_tables (catalog_name VARCHAR(255) NOT NULL, table_namespace VARCHAR(255) NOT NULL,"
+            f" table_name VARCHAR(255) {name_collation} NOT NULL, metadata_location VARCHAR(1000),"
+            " previous_metadata_location VARCHAR(1000), iceberg_type VARCHAR(5),"
+            " PRIMARY KEY (catalog_name, table_namespace, table_name))"
+        )
+        con.execute(
+            "CREATE TABLE iceberg_namespace_properties (catalog_name VARCHAR(255) NOT NULL,"
+            f" namespace VARCHAR(255) {name_collation} NOT NULL, property_key VARCHAR(255) NOT NULL,"
+            " property_value VARCHAR(1000), PRIMARY KEY (catalog_name, namespace, property_key))"
+        )
+    con.close()
+    return f"sqlite:///{path}"
+
+
+def _all_pages(listing: Callable[[str | None], Listing]) -> list[str]:
+    names: list[str] = []
+    token = None
+    for _ in range(100):
+        page = listing(token)
+        names += page.names
+        if page.next_token is None:
+            return names
+        token = page.next_token
+    raise AssertionError(f"no last page: {names}")
+
+
+def test_pages_join_up_in_a_foreign_catalog_db_whose_names_sort_without_case(tmp_path: Path) -> None:
+    """A page read as one JSON array is sorted again in Python (code points): the page and its token must be cut in
+    that order too, not the column's declared one. With ``COLLATE NOCASE`` read in SQLite's order, ``B a c D e``
+    paged by 2 came back ``[B, a]``, ``[B, D]``, ``[e]``: ``B`` twice and never ``c``."""
+    url = _foreign_catalog_db(tmp_path / "catalog.db", "COLLATE NOCASE")
+    names = ["B", "a", "c", "D", "e", "Ab", "aC"]
+    with sqlite3.connect(tmp_path / "catalog.db") as con:
+        for name in names:
+            con.execute("INSERT INTO iceberg_tables VALUES ('c', 'ns', ?, 'file:///m', NULL, 'TABLE')", (name,))
+            con.execute("INSERT INTO iceberg_namespace_properties VALUES ('c', ?, 'exists', 'true')", (f"p:{name}",))
+    con.close()
+    backend = LocalBackend("c", (tmp_path / "wh").as_uri(), url, ThreadRunner(2))
+    try:
+        for size in (1, 2, 3):
+            tables = _all_pages(lambda t: asyncio.run(backend.list_tables("ns", t, size)))
+            spaces = _all_pages(lambda t: asyncio.run(backend.list_namespaces("p:", t, size)))
+            assert tables == sorted(names), size
+            assert [n.removeprefix("p:") for n in spaces] == sorted(names), size
+    finally:
+        asyncio.run(backend.close())
+
+
+def test_pages_join_up_in_a_foreign_catalog_db_in_utf_16(tmp_path: Path) -> None:
+    """SQLite's BINARY collation compares the database's own bytes: in UTF-16, ``\u0101`` (01 01) sorts before
+    ``a`` (61 00), unlike code points. The page read as JSON is then out of Python's order and is read again row
+    by row in SQLite's: re-sorted in Python, pages by 2 went ``a, \u0100x, a, b, c, d`` (``\u0101`` never)."""
+    url = _foreign_catalog_db(tmp_path / "catalog.db", encoding="UTF-16le")
+    names = ["\u0101", "b", "a", "c", "\u0100x", "d"]
+    with sqlite3.connect(tmp_path / "catalog.db") as con:
+        for name in names:
+            con.execute("INSERT INTO iceberg_tables VALUES ('c', 'ns', ?, 'file:///m', NULL, 'TABLE')", (name,))
+    con.close()
+    backend = LocalBackend("c", (tmp_path / "wh").as_uri(), url, ThreadRunner(2))
+    try:
+        for size in (1, 2, 3, 10):
+            tables = _all_pages(lambda t: asyncio.run(backend.list_tables("ns", t, size)))
+            assert sorted(tables) == sorted(names) and len(tables) == len(names), (size, tables)
+    finally:
+        asyncio.run(backend.close())
+
+
+def test_a_name_another_tool_wrote_as_a_blob_is_left_out_of_listings(tmp_path: Path) -> None:
+    """JSON holds no BLOB: one such row made every listing of its namespace (and the namespace listing) a 503
+    "Catalog database is unavailable" (a Java client retries a 503); it is no name a client can ask for."""
+    url = _foreign_catalog_db(tmp_path / "catalog.db")
+    with sqlite3.connect(tmp_path / "catalog.db") as con:
+        for name in ("a", b"\xff\x00", "b"):
+            con.execute("INSERT INTO iceberg_tables VALUES ('c', 'ns', ?, 'file:///m', NULL, 'TABLE')", (name,))
+        con.execute("INSERT INTO iceberg_tables VALUES ('c', ?, 't', 'file:///m', NULL, 'TABLE')", (b"ns2",))
+    con.close()
+    backend = LocalBackend("c", (tmp_path / "wh").as_uri(), url, ThreadRunner(2))
+    try:
+        assert asyncio.run(backend.list_tables("ns", None, 10)) == Listing(["a", "b"], None)
+        assert _all_pages(lambda t: asyncio.run(backend.list_tables("ns", t, 1))) == ["a", "b"]
+        assert asyncio.run(backend.list_namespaces("", None, 10)) == Listing(["ns"], None)
+    finally:
+        asyncio.run(backend.close())
 
 
 def test_a_pointer_moves_only_from_the_expected_location(local: LocalBackend) -> None:
