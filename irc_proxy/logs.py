@@ -96,15 +96,16 @@ class ProxyHandler(logging.StreamHandler[TextIO]):
         texts = [entry[0] + terminator for entry in taken]
         written = 0
         try:
+            # What a failed write left in the stream (a full non-blocking pipe) goes out alone first: behind it, the
+            # first write would be two writes' bytes, over PIPE_BUF (cut mid-line when the pipe is full). Each
+            # write below ends with its own flush, so the stream is empty before the next one.
+            self.stream.flush()
             for end in atomic_write_ends(texts):
                 text = "".join(texts[written:end])
                 # Lines leave the queue only once written: a SIGTERM handler (``irc_proxy.asgi``) that runs between
                 # two bytecodes of this method, re-entering it through ``flush``, writes what is still queued
                 # before the process ends. Taken out first, they were lost in that window; now the window (between
                 # the write and the ``popleft`` calls) can at worst write a few lines twice.
-                # What a failed write left in the stream (a full non-blocking pipe) goes out alone first: behind
-                # it, this write would be two writes' bytes, over PIPE_BUF (cut mid-line when the pipe is full).
-                self.stream.flush()
                 self.stream.write(text)
                 self.stream.flush()
                 _drop(pending, taken[written:end])
