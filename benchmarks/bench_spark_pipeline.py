@@ -21,6 +21,8 @@ from tests.support.server import ProxyProcess
 
 INSERTS = 5
 BATCH = 1000
+SAMPLES = 5
+"""Timed jobs per catalog (3 left single runs 1.095-1.117 apart on a quiet machine)."""
 
 
 def job(spark: Any, catalog: str, namespace: str, table: str) -> None:
@@ -65,11 +67,11 @@ def session(proxy_url: str, warehouse: str, scratch: Path) -> Any:
 def run(quick: bool = False) -> list[dict[str, object]]:
     workload = (
         f"PySpark local[2]: CREATE, {INSERTS} INSERTs x {BATCH} rows, MERGE, rewrite_data_files, read back; "
-        "REST via proxy vs hadoop catalog, same file:// warehouse; warm-up 1 job each, 5 jobs each"
+        f"REST via proxy vs hadoop catalog, same file:// warehouse; warm-up 1 job each, {SAMPLES} jobs each"
     )
     if quick:
         return [row("Spark pipeline", "skipped with --quick (starts a JVM)", "wall s", 0.0, None, None)]
-    samples = 5
+    samples = SAMPLES
     with tempfile.TemporaryDirectory(prefix="irc-bench-spark-") as tmp:
         root = Path(tmp)
         warehouse = (root / "warehouse").as_uri()
