@@ -70,11 +70,17 @@ def rows(start: int) -> pa.Table:
 
 
 def written(catalog: Any, namespace: tuple[str, ...], name: str, appends: int = SNAPSHOTS, **props: str) -> Table:
+    """Create a table and give it ``appends`` snapshots in one commit.
+
+    One commit, not one per append: a sweep between two appends would otherwise run on a table only part-written
+    (it then needs attention once ``SNAPSHOTS`` are there) and what expiry kept would depend on the timing.
+    """
     catalog.create_namespace_if_not_exists(namespace)
     table = catalog.create_table((*namespace, name), schema=rows(0).schema, properties=props)
-    for i in range(appends):
-        table.append(rows(i * 2))
-    return table
+    with table.transaction() as transaction:
+        for i in range(appends):
+            transaction.append(rows(i * 2))
+    return catalog.load_table((*namespace, name))
 
 
 def runs_of(http: httpx.Client, namespace: tuple[str, ...], name: str, catalog: str = "local") -> list[dict[str, Any]]:
