@@ -2,7 +2,9 @@
 
 ``python -m benchmarks.tools.bare_app BODY_FILE PORT [WORKERS]``: the same server, the same worker
 count and the same response bytes as the proxy's loadTable, with none of the proxy's work. The body
-file reaches the worker processes through ``BARE_APP_BODY``.
+file reaches the worker processes through ``BARE_APP_BODY``. With ``BARE_APP_SERVER=proxy`` in the environment
+it serves on the proxy's own connection class (``irc_proxy.http.read_timeout.install``: its read loop and its
+keep-alive timer) instead of stock hypercorn's: the ceiling of the proxy's server layer rather than the stack's.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def main() -> None:
     config.application_path = "benchmarks.tools.bare_app:app"
     # The loop the proxy's default (``server.event_loop = "auto"``) runs on, decided by the proxy's own code.
     config.worker_class = "uvloop" if use_uvloop("auto") else "asyncio"
+    if os.environ.get("BARE_APP_SERVER") == "proxy":
+        from irc_proxy.http.read_timeout import install
+
+        install()
     run(config)
 
 

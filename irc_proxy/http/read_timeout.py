@@ -11,7 +11,8 @@ fails with ``TimeoutError`` (through ``StreamReader.set_exception``) and the con
 hypercorn's own loop closes it; otherwise the timer re-arms for the running read's deadline (or a full
 timeout ahead, while the data just read is being handled). Same guarantee, same deadline: a read that gets
 no byte for ``read_timeout`` seconds ends the connection (the slowloris protection), a client that keeps
-sending is never cut, and the keep-alive timer (``_idle_timeout``) is hypercorn's, untouched.
+sending is never cut. The same class also swaps hypercorn's keep-alive task, restarted on every request, for
+``keep_alive.IdleTimer`` (same deadline, same close, same graceful shutdown).
 
 The swap is guarded: :func:`install` leaves hypercorn's loop in place (and logs why) unless hypercorn's
 version is one this module was checked against and the names it replaces are where it expects them;
@@ -24,10 +25,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from ssl import SSLError
+from typing import Any
 
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.events import Closed, RawData
+
+from irc_proxy.http.keep_alive import IdleTimer
 
 log = logging.getLogger("irc_proxy")
 
@@ -71,13 +75,31 @@ class ReadWatch:
 
 
 class TimedReadTCPServer(TCPServer):
-    """hypercorn's ``TCPServer`` with :class:`ReadWatch` in place of a ``wait_for`` around each read."""
+    """hypercorn's ``TCPServer`` with :class:`ReadWatch` in place of a ``wait_for`` around each read, and
+    ``keep_alive.IdleTimer`` in place of its idle task restarted on every request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.idle_task = IdleTimer(  # type: ignore[assignment]  # hypercorn types it AsyncioSingleTask
+            self.loop, self.context, self.config.keep_alive_timeout, self._initiate_server_close
+        )
+
+    async def _close(self) -> None:
+        await self.idle_task.stop()  # from now on the timer closes nothing (the close below may wait)
+        try:
+            await super()._close()
+        finally:
+            await self.idle_task.end()  # type: ignore[attr-defined]
 
     async def _read_data(self) -> None:
         timeout = self.config.read_timeout
         if timeout is None:  # hypercorn's loop has no timer then either
             await super()._read_data()
-            return
+        else:
+            await self._timed_reads(timeout)
+        await self.idle_task.held()  # type: ignore[attr-defined]
+
+    async def _timed_reads(self, timeout: float) -> None:
         reader = self.reader
         loop = self.loop
         watch = ReadWatch(loop, reader, timeout)

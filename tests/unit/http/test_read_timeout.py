@@ -5,12 +5,14 @@ keeps sending is not cut), the same as hypercorn's own ``wait_for`` loop, which 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from importlib.metadata import version
 from typing import Any, cast
 
@@ -28,14 +30,19 @@ READ_TIMEOUT = 0.6
 KEEP_ALIVE = 2.0
 """Longer than the read timeout, so a close at ``READ_TIMEOUT`` is the read timeout's doing."""
 REPLACED_SOURCE = "8e7ad8f4bfca2fd27e8f698634a32519d2512b258e9168917455fada224b7e1e"
+SERVER_SOURCE = "3bfa72b319509f2b02a757c59348721eb890e6db97fe21ccd7fd08541f2f4ee5"
+"""The whole ``TCPServer``: how it uses ``idle_task`` (``keep_alive.IdleTimer`` takes its place)."""
 
 
 def test_hypercorn_is_the_one_the_loop_was_checked_against() -> None:
     """A hypercorn upgrade lands here: compare its new ``TCPServer._read_data`` (and how ``run.py`` builds
-    connections) with ``TimedReadTCPServer._read_data``, then update ``CHECKED_VERSIONS`` and this digest."""
+    connections) with ``TimedReadTCPServer._read_data``, and its use of ``idle_task`` with ``keep_alive.IdleTimer``,
+    then update ``CHECKED_VERSIONS`` and these digests."""
     assert version("hypercorn") in CHECKED_VERSIONS
     source = inspect.getsource(TCPServer._read_data)
     assert hashlib.sha256(source.encode()).hexdigest() == REPLACED_SOURCE, source
+    whole = inspect.getsource(TCPServer)  # its idle task: restarted when idle, stopped when busy and at close
+    assert hashlib.sha256(whole.encode()).hexdigest() == SERVER_SOURCE, whole
     assert "await TCPServer(app, loop, config, context, lifespan_state, reader, writer)" in inspect.getsource(
         hypercorn_run.worker_serve
     )
@@ -68,6 +75,8 @@ async def echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
             await send({"type": message["type"] + ".complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return
+    if scope["path"] == "/slow":  # answers after longer than the keep-alive timeout
+        await asyncio.sleep(KEEP_ALIVE * 1.5)
     size = 0
     while True:
         message = await receive()
@@ -94,16 +103,26 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     """A hypercorn on a free port in a thread, building connections with the given class on the given event
     loop (``serve`` runs uvloop when it is installed); yields the port."""
     server_class, loop_kind = request.param
+    with serving(server_class, loop_kind, monkeypatch) as (port, _stop):
+        yield port
+
+
+@contextlib.contextmanager
+def serving(
+    server_class: type, loop_kind: str, monkeypatch: pytest.MonkeyPatch, read_timeout: float = READ_TIMEOUT
+) -> Iterator[tuple[int, Any]]:
+    """Yields the port and a function that starts the worker's graceful shutdown (once)."""
     monkeypatch.setattr(hypercorn_run, "TCPServer", server_class)
     config = Config()
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
-    config.read_timeout = READ_TIMEOUT  # type: ignore[assignment]
+    config.read_timeout = read_timeout  # type: ignore[assignment]
     config.keep_alive_timeout = KEEP_ALIVE
     sockets = config.create_sockets()
     port = sockets.insecure_sockets[0].getsockname()[1]
     loop = uvloop.new_event_loop() if loop_kind == "uvloop" else asyncio.new_event_loop()
     loop.set_task_factory(count_read_tasks)
+    TASK_FACTORY_LOOPS.append(loop)
     READ_TASKS.clear()
     stop = asyncio.Event()
     thread = threading.Thread(
@@ -117,7 +136,7 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     )
     thread.start()
     try:
-        yield port
+        yield port, partial(loop.call_soon_threadsafe, stop.set)
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
@@ -125,6 +144,8 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
 
 
 READ_TASKS: list[str] = []
+TASK_FACTORY_LOOPS: list[asyncio.AbstractEventLoop] = []
+"""The loops ``serving`` made, the last one running."""
 """Tasks made to run a ``StreamReader.read`` (what ``wait_for`` wraps each socket read in) since the fixture began."""
 
 
@@ -226,3 +247,89 @@ def test_reads_run_without_a_task_each(server_class: type, tasks: str, monkeypat
         thread.join(10)
         loop.close()
     assert (len(READ_TASKS) >= 5) if tasks == "one per read" else (READ_TASKS == []), READ_TASKS
+
+
+def closed_after(sock: socket.socket) -> float:
+    """Seconds until the server closes ``sock`` (no byte may come before)."""
+    started = time.monotonic()
+    assert sock.recv(1) == b""
+    return time.monotonic() - started
+
+
+def test_an_idle_connection_is_closed_keep_alive_after_its_last_answer(server: int) -> None:
+    """Requests spaced closer than the keep-alive keep the connection past it; after the last answer it closes
+    ``KEEP_ALIVE`` later (the read loop ends at the read timeout, the connection at the keep-alive: as before)."""
+    with connect(server) as sock:
+        started = time.monotonic()
+        while time.monotonic() - started < KEEP_ALIVE * 1.3:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(READ_TIMEOUT * 0.5)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        elapsed = closed_after(sock)
+    assert KEEP_ALIVE - 0.05 <= elapsed < KEEP_ALIVE + 0.5, elapsed
+
+
+@pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
+def test_an_answer_slower_than_the_keep_alive_is_not_cut(server_class: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keep-alive counts idle time only: a request whose answer takes 1.5x ``KEEP_ALIVE`` gets it (with a read
+    timeout longer than that: hypercorn's read loop, waiting for a next request meanwhile, would end at its read
+    timeout and the answer with it, with either class)."""
+    with serving(server_class, "uvloop", monkeypatch, read_timeout=KEEP_ALIVE * 3) as (port, _), connect(port) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # the timer is armed while idle ...
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")  # ... and fires while this one runs
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
+def test_a_graceful_shutdown_closes_idle_connections_at_once_and_a_busy_one_after_its_answer(
+    server_class: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        serving(server_class, "uvloop", monkeypatch, read_timeout=KEEP_ALIVE * 3) as (port, shut_down),
+        connect(port) as idle,
+        connect(port) as busy,
+    ):
+        idle.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer(idle).startswith(b"HTTP/1.1 200")
+        busy.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)
+        started = time.monotonic()
+        shut_down()
+        assert closed_after(idle) < KEEP_ALIVE / 2
+        assert answer(busy).startswith(b"HTTP/1.1 200")  # the running request still gets its answer ...
+        assert closed_after(busy) < KEEP_ALIVE / 2  # ... and then the connection closes
+        assert time.monotonic() - started < KEEP_ALIVE * 2
+
+
+@pytest.mark.parametrize(
+    ("server_class", "most"), [(TCPServer, None), (TimedReadTCPServer, 1)], ids=["hypercorn", "timed"]
+)
+def test_a_keep_alive_request_makes_no_task_but_the_apps(
+    server_class: type, most: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The point of ``IdleTimer``: hypercorn makes ~3 tasks a request (the app's, the idle task, ``wait_for``'s),
+    the timer one (the app's)."""
+    made: list[str] = []
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(getattr(coro, "__qualname__", "?"))
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    with serving(server_class, "asyncio", monkeypatch) as (port, _stop), connect(port) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer(sock).startswith(b"HTTP/1.1 200")
+        asyncio_loop = TASK_FACTORY_LOOPS[-1]
+        asyncio_loop.call_soon_threadsafe(asyncio_loop.set_task_factory, counting)
+        time.sleep(0.1)
+        for _ in range(20):
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(0.1)
+        during = list(made)
+    per_request = len(during) / 20
+    assert (per_request >= 2.5) if most is None else (per_request <= most), (len(during), sorted(set(during)))
