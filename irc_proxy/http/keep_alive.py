@@ -107,8 +107,11 @@ class IdleTimer:
 
     async def held(self) -> None:
         """Wait, if the connection is idle, until the keep-alive closes it: hypercorn's task group waited for its
-        idle task the same way once the read loop had ended (a silent connection lasts until its keep-alive)."""
-        if self._since is not None and not self._ended:
+        idle task the same way once the read loop had ended (a silent connection lasts until its keep-alive).
+        Not once the close has begun: the group waits for that task itself, and nothing would release a wait
+        begun after it (a close whose unsent bytes held the read loop's end back past it: the connection's
+        task then waited for ever, and a graceful shutdown its whole timeout)."""
+        if self._since is not None and not self._ended and not self._closing:
             self._released = self._loop.create_future()
             await self._released
 
