@@ -128,8 +128,13 @@ class IdleTimer:
         """Close the connection now (it is idle, and its keep-alive ended or the worker shuts down), once."""
         if self._closing or self._ended or self._group is None:
             return
+        close = self._close_connection()
+        try:
+            self._group.create_task(close)
+        except RuntimeError:  # the group is finished or aborting: the connection is ending, and closes itself
+            close.close()
+            return
         self._closing = True
-        self._group.create_task(self._close_connection())
 
     def _check(self) -> None:
         self._handle = None
