@@ -384,3 +384,27 @@ def test_a_keep_alive_close_of_an_unread_answer_ends_the_connection_once_read(
             time.sleep(0.02)
         elapsed = time.monotonic() - started
     assert elapsed < 1, elapsed  # no connection left to wait for
+
+
+@pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
+def test_a_read_timeout_while_an_answer_waits_for_its_reader_raises_nothing_in_the_app(
+    server_class: type, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that asks for a large answer and does not read it for longer than the read timeout: the read
+    times out and the connection ends (with hypercorn's loop too), the app's pending writes are dropped. The
+    timer's ``TimeoutError`` was left on the connection's ``StreamReader``, where ``StreamWriter.drain`` raises it
+    too: the app's next write failed with it and hypercorn logged "Error in ASGI Framework" with a traceback, an
+    error line per such client (an authenticated loadTable of large metadata, read slowly)."""
+    with serving(server_class, "uvloop", monkeypatch, send_buffer=4096) as (port, _stop):
+        connect(port).close()  # listening
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window it offers
+        sock.settimeout(10)
+        sock.connect(("127.0.0.1", port))
+        with sock:
+            sock.sendall(b"GET /size/4000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(READ_TIMEOUT * 2)  # the read times out while the answer waits for the client
+            while sock.recv(1 << 20):  # the client reads at last: the rest is sent, or the connection ends
+                pass
+        time.sleep(0.3)
+    assert "Error in ASGI Framework" not in caplog.text, caplog.text[:2000]
