@@ -107,8 +107,11 @@ class IdleTimer:
 
     async def held(self) -> None:
         """Wait, if the connection is idle, until the keep-alive closes it: hypercorn's task group waited for its
-        idle task the same way once the read loop had ended (a silent connection lasts until its keep-alive)."""
-        if self._since is not None and not self._ended:
+        idle task the same way once the read loop had ended (a silent connection lasts until its keep-alive).
+        Not once the close has begun: the group waits for that task itself, and nothing would release a wait
+        begun after it (a close whose unsent bytes held the read loop's end back past it: the connection's
+        task then waited for ever, and a graceful shutdown its whole timeout)."""
+        if self._since is not None and not self._ended and not self._closing:
             self._released = self._loop.create_future()
             await self._released
 
@@ -125,8 +128,13 @@ class IdleTimer:
         """Close the connection now (it is idle, and its keep-alive ended or the worker shuts down), once."""
         if self._closing or self._ended or self._group is None:
             return
+        close = self._close_connection()
+        try:
+            self._group.create_task(close)
+        except RuntimeError:  # the group is finished or aborting: the connection is ending, and closes itself
+            close.close()
+            return
         self._closing = True
-        self._group.create_task(self._close_connection())
 
     def _check(self) -> None:
         self._handle = None

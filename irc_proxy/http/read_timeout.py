@@ -108,7 +108,11 @@ class TimedReadTCPServer(TCPServer):
                 watch.started = loop.time()
                 try:
                     data = await reader.read(MAX_RECV)
-                except (ConnectionError, OSError, TimeoutError, SSLError):
+                except (ConnectionError, OSError, TimeoutError, SSLError) as error:
+                    if reader.exception() is error and isinstance(error, TimeoutError):
+                        # the timer's: off the reader, where StreamWriter.drain would raise it into the app's
+                        # writes (hypercorn's wait_for leaves the reader alone; the connection ends the same way)
+                        reader._exception = None  # type: ignore[attr-defined]  # no public way to clear it
                     break
                 watch.started = None
                 await self.protocol.handle(RawData(data))

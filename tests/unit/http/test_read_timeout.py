@@ -69,7 +69,8 @@ def test_install_keeps_hypercorn_loop_when_the_name_moved(monkeypatch: pytest.Mo
 
 
 async def echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Reads the whole body, then answers its length; a disconnect while reading ends it without an answer."""
+    """Reads the whole body, then answers its length (``/size/N``: N bytes); a disconnect while reading ends it
+    without an answer."""
     if scope["type"] == "lifespan":
         while (message := await receive())["type"] != "lifespan.shutdown":
             await send({"type": message["type"] + ".complete"})
@@ -86,6 +87,8 @@ async def echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not message.get("more_body"):
             break
     body = str(size).encode()
+    if scope["path"].startswith("/size/"):  # an answer of that many bytes
+        body = b"x" * int(scope["path"].removeprefix("/size/"))
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})
 
@@ -109,9 +112,15 @@ def server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
 
 @contextlib.contextmanager
 def serving(
-    server_class: type, loop_kind: str, monkeypatch: pytest.MonkeyPatch, read_timeout: float = READ_TIMEOUT
+    server_class: type,
+    loop_kind: str,
+    monkeypatch: pytest.MonkeyPatch,
+    read_timeout: float = READ_TIMEOUT,
+    send_buffer: int | None = None,
 ) -> Iterator[tuple[int, Any]]:
-    """Yields the port and a function that starts the worker's graceful shutdown (once)."""
+    """Yields the port and a function that starts the worker's graceful shutdown (once). ``send_buffer``: the
+    listening socket's ``SO_SNDBUF``, which accepted connections inherit (small: an unread answer stays in the
+    server's transport buffer instead of the kernel's)."""
     monkeypatch.setattr(hypercorn_run, "TCPServer", server_class)
     config = Config()
     config.bind = ["127.0.0.1:0"]
@@ -120,6 +129,8 @@ def serving(
     config.keep_alive_timeout = KEEP_ALIVE
     sockets = config.create_sockets()
     port = sockets.insecure_sockets[0].getsockname()[1]
+    if send_buffer is not None:
+        sockets.insecure_sockets[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     loop = uvloop.new_event_loop() if loop_kind == "uvloop" else asyncio.new_event_loop()
     loop.set_task_factory(count_read_tasks)
     TASK_FACTORY_LOOPS.append(loop)
@@ -333,3 +344,67 @@ def test_a_keep_alive_request_makes_no_task_but_the_apps(
         during = list(made)
     per_request = len(during) / 20
     assert (per_request >= 2.5) if most is None else (per_request <= most), (len(during), sorted(set(during)))
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+@pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
+def test_a_keep_alive_close_of_an_unread_answer_ends_the_connection_once_read(
+    server_class: type, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that leaves the tail of its answer unread past the keep-alive: the keep-alive's close waits for
+    the tail to be sent (the socket stays open, as with hypercorn), and once the client has read it the
+    connection's task ends. It once stayed waiting for a keep-alive that had already fired (``IdleTimer.held``
+    after the close): a task and its connection's objects per such client, for as long as the worker ran,
+    and a graceful shutdown that waited its whole timeout (hypercorn's default, 3 s) for them."""
+    with serving(server_class, loop_kind, monkeypatch, read_timeout=KEEP_ALIVE * 3, send_buffer=4096) as (
+        port,
+        shut_down,
+    ):
+        connect(port).close()  # listening
+        clients = []
+        for size in range(8192, 200_000, 8192):  # some of them leave the server idle with bytes still to send
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window it offers
+            sock.settimeout(10)
+            sock.connect(("127.0.0.1", port))
+            sock.sendall(b"GET /size/%d HTTP/1.1\r\nHost: x\r\n\r\n" % size)
+            clients.append((size, sock))
+        time.sleep(KEEP_ALIVE * 1.3)
+        for size, sock in clients:
+            with sock:
+                received = b""
+                while not received.endswith(b"\r\n\r\n" + b"x" * size) and (piece := sock.recv(1 << 20)):
+                    received += piece
+                assert received.startswith(b"HTTP/1.1 200") and received.endswith(b"\r\n\r\n" + b"x" * size)
+        time.sleep(0.2)
+        loop = TASK_FACTORY_LOOPS[-1]
+        started = time.monotonic()
+        shut_down()
+        while loop.is_running() and time.monotonic() - started < 10:
+            time.sleep(0.02)
+        elapsed = time.monotonic() - started
+    assert elapsed < 1, elapsed  # no connection left to wait for
+
+
+@pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
+def test_a_read_timeout_while_an_answer_waits_for_its_reader_raises_nothing_in_the_app(
+    server_class: type, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that asks for a large answer and does not read it for longer than the read timeout: the read
+    times out and the connection ends (with hypercorn's loop too), the app's pending writes are dropped. The
+    timer's ``TimeoutError`` was left on the connection's ``StreamReader``, where ``StreamWriter.drain`` raises it
+    too: the app's next write failed with it and hypercorn logged "Error in ASGI Framework" with a traceback, an
+    error line per such client (an authenticated loadTable of large metadata, read slowly)."""
+    with serving(server_class, "uvloop", monkeypatch, send_buffer=4096) as (port, _stop):
+        connect(port).close()  # listening
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window it offers
+        sock.settimeout(10)
+        sock.connect(("127.0.0.1", port))
+        with sock:
+            sock.sendall(b"GET /size/4000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            time.sleep(READ_TIMEOUT * 2)  # the read times out while the answer waits for the client
+            while sock.recv(1 << 20):  # the client reads at last: the rest is sent, or the connection ends
+                pass
+        time.sleep(0.3)
+    assert "Error in ASGI Framework" not in caplog.text, caplog.text[:2000]
