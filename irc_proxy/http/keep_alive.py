@@ -5,17 +5,18 @@ Why: hypercorn 0.18's asyncio ``TCPServer`` keeps an idle task per connection (a
 it (cancel the task, await it) and every answer restarts it (a new task, which ``wait_for`` wraps in another task
 and a timer), each under a lock: on a bare hypercorn app that was ~20-35 us of the ~140 us a keep-alive request
 costs the server. :class:`IdleTimer` stands in for that ``SingleTask`` (``restart`` when the connection goes
-idle, ``stop`` when a request starts) and only notes *when* the connection went idle. One task per connection
-waits for the close, as hypercorn's idle task did (so the connection's task group waits for it the same way),
-and is woken by whichever comes first:
+idle, ``stop`` when a request starts) and only notes *when* the connection went idle; no task runs while the
+connection lives. Its close starts on whichever comes first:
 
 * the keep-alive deadline: one timer, armed when the connection goes idle with none armed, checks the note
   lazily when it fires (idle since long enough: close; busy: disarm; idle since later: re-arm for that);
 * the worker's graceful shutdown (``context.terminated``): idle connections close at once, a busy one as soon as
   its answer is sent, as with hypercorn's ``wait_for``. One task per worker waits for it (:class:`_Idle`).
 
-The close itself is hypercorn's (``TCPServer._initiate_server_close``, shielded as hypercorn shields it), and the
-task is cancelled when the connection closes (``end``), as hypercorn's ``stop`` cancelled it.
+The close itself is hypercorn's (``TCPServer._initiate_server_close``, shielded as hypercorn shields it), run as a
+task of the connection's task group, made only then. Where hypercorn's task group waited for its idle task (a
+connection whose read loop ended while idle lasts until its keep-alive), ``held`` waits the same way; ``end``,
+when the connection closes, cancels the timer as hypercorn's ``stop`` cancelled its task.
 ``tests/unit/http/test_read_timeout.py`` runs hypercorn's server and this one side by side over real sockets
 and pins the source of what is replaced.
 """

@@ -284,9 +284,9 @@ def test_an_idle_connection_is_closed_keep_alive_after_its_last_answer(server: i
 
 @pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
 def test_an_answer_slower_than_the_keep_alive_is_not_cut(server_class: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The keep-alive counts idle time only: a request whose answer takes 1.5x ``KEEP_ALIVE`` gets it (with a read
-    timeout longer than that: hypercorn's read loop, waiting for a next request meanwhile, would end at its read
-    timeout and the answer with it, with either class)."""
+    """The keep-alive counts idle time only: a request whose answer takes 1.5x ``KEEP_ALIVE`` gets it and the
+    connection serves the next one (with a read timeout longer than that: hypercorn's read loop, waiting for a next
+    request meanwhile, would end at its read timeout, and the connection after the answer, with either class)."""
     with serving(server_class, "uvloop", monkeypatch, read_timeout=KEEP_ALIVE * 3) as (port, _), connect(port) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # the timer is armed while idle ...
         assert answer(sock).startswith(b"HTTP/1.1 200")
