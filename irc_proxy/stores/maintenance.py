@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -177,9 +177,14 @@ class MaintenanceStore:
         found = await self._threads.run(self._select, select(RUNS).where(where).limit(1))
         return found[0] if found else None
 
-    async def claim(self, catalogs: Sequence[str], holder: str, lease: timedelta) -> MaintenanceRun | None:
-        """Claim one queued run of ``catalogs`` whose table no other run holds, or one whose lease ran out."""
-        return await self._threads.run(self._claim, catalogs, holder, lease)
+    async def claim(
+        self, catalogs: Sequence[str], holder: str, lease: timedelta, running: Collection[str] = ()
+    ) -> MaintenanceRun | None:
+        """Claim one queued run of ``catalogs`` whose table no other run holds, or one whose lease ran out, but none
+        of ``running``: the runs the caller still runs itself. A replica that stalled past its lease (a long pause, a
+        loaded host) must not take its own run again when it thaws: it would run the same jobs twice at once, and
+        its first attempt goes on, since the holder is the same."""
+        return await self._threads.run(self._claim, catalogs, holder, lease, tuple(running))
 
     async def claim_run(self, run_id: str, holder: str, lease: timedelta) -> MaintenanceRun | None:
         """Claim run ``run_id`` as :meth:`claim` would (None: not claimable now, or its table is held)."""
@@ -233,11 +238,13 @@ class MaintenanceStore:
             row = conn.execute(select(RUNS.c.checkpoint).where(RUNS.c.id == run_id)).first()
         return None if row is None else row.checkpoint
 
-    def _claim(self, catalogs: Sequence[str], holder: str, lease: timedelta) -> MaintenanceRun | None:
+    def _claim(
+        self, catalogs: Sequence[str], holder: str, lease: timedelta, running: tuple[str, ...]
+    ) -> MaintenanceRun | None:
         now = datetime.now(UTC)
         statement = (
             select(RUNS)
-            .where(RUNS.c.catalog.in_(list(catalogs)), _claimable(now))
+            .where(RUNS.c.catalog.in_(list(catalogs)), _claimable(now), RUNS.c.id.not_in(running))
             .order_by(RUNS.c.created_at)
             .limit(_CANDIDATES)
         )

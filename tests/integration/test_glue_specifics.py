@@ -245,10 +245,14 @@ def test_250_tables_page_by_100(
     pages = all_pages(fronted, (ns_name,), 100)
     assert [len(p) for p in pages] == [100, 100, 50]
     assert sorted(n for p in pages for n in p) == sorted(iceberg)
-    requests = fake.bodies("GetTables")
-    assert all(1 <= r["MaxResults"] <= 100 for r in requests), [r["MaxResults"] for r in requests]
+    received = fake.bodies("GetTables")
+    assert all(1 <= r["MaxResults"] <= 100 for r in received), [r["MaxResults"] for r in received]
+    # A botocore retry (this proxy's Glue timeout is 1 s: a loaded host can pass it) repeats the request just sent;
+    # a page that re-listed the database would send an earlier request again after later ones, and is counted.
+    requests = [r for i, r in enumerate(received) if i == 0 or r != received[i - 1]]
     asked = sum(r["MaxResults"] for r in requests)
-    print(f"\nGetTables calls for 3 pages: {len(requests)}, entries asked for: {asked} (280 in Glue)")
+    print(f"\nGetTables calls for 3 pages: {len(requests)} (+{len(received) - len(requests)} retried), ", end="")
+    print(f"entries asked for: {asked} (280 in Glue)")
     assert asked <= 280 + 100, "each page must resume with NextToken, not re-list the database"
 
     # One big page is filled from several Glue pages; no page at all returns everything.

@@ -185,6 +185,24 @@ def test_losing_the_runs_claim_stops_its_child(paused: ProxyProcess, ns_name: st
     assert wait_for(lambda: "taken over by another replica" in paused.log(), 10, "the outcome to be dropped")
 
 
+def test_a_replica_that_stalled_past_its_lease_does_not_start_its_own_run_again(
+    paused: ProxyProcess, ns_name: str
+) -> None:
+    """A replica frozen longer than the lease (a long GC pause, a loaded host) must not claim its own run again when
+    it thaws: that started a second child running the same jobs beside the first (seen in CI)."""
+    run_id, child, _ = held_run(paused, ns_name)
+    for _ in range(4):  # each thaw races the worker's next claim against the lease renewal
+        paused.send_signal(signal.SIGSTOP)
+        time.sleep(1.5)  # past the 1 s lease: nobody renews it
+        paused.send_signal(signal.SIGCONT)
+        time.sleep(0.6)  # several polls of the worker (0.1 s) and renewals (0.33 s)
+        assert children(paused.pid) == [child]
+    assert paused.log().count(" started in ") == 1
+    with sqlite3.connect(paused.workdir / "data" / "state.db") as db:
+        (status,) = db.execute("SELECT status FROM maintenance_run WHERE id = ?", (run_id,)).fetchone()
+    assert status == "running"
+
+
 def test_glue_serves_the_childs_commit_at_once_and_no_secret_reaches_the_child_or_the_log(
     moto: str, tmp_path: Path, ns_name: str
 ) -> None:

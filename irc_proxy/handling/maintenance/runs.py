@@ -109,6 +109,8 @@ class Maintenance:
         """Where local jobs run (``isolation = "process"``); None: in this process."""
         self.holder = uuid.uuid4().hex
         self._running: set[asyncio.Task[None]] = set()
+        self._mine: set[str] = set()
+        """The runs this process is running now: never claimed again here, even once their lease lapsed."""
         self._allowed: dict[str, tuple[str, ...]] = {}
         """Each catalog's allowed locations (``Job.foreign`` of the others), known once the worker starts."""
 
@@ -212,7 +214,7 @@ class Maintenance:
         """Start as many claimable runs as the bound allows; returns how many were started."""
         started = 0
         while catalogs and len(self._running) < self.settings.max_concurrent_runs:
-            run = await self.store.claim(list(catalogs), self.holder, self.settings.lease)
+            run = await self.store.claim(list(catalogs), self.holder, self.settings.lease, self._mine)
             if run is None:
                 break
             task = asyncio.create_task(self.execute(catalogs[run.catalog], run))
@@ -238,6 +240,13 @@ class Maintenance:
 
     async def execute(self, catalog: Catalog, run: MaintenanceRun) -> None:
         """Run a claimed run's jobs and record the outcome (the lease renewed meanwhile)."""
+        self._mine.add(run.id)  # until its outcome is recorded
+        try:
+            await self._execute(catalog, run)
+        finally:
+            self._mine.discard(run.id)
+
+    async def _execute(self, catalog: Catalog, run: MaintenanceRun) -> None:
         begun = time.monotonic()
         metrics.MAINTENANCE_RUNNING.inc()
         renewing = asyncio.create_task(self._renew(run.id))

@@ -79,3 +79,20 @@ def test_adding_a_run_forgets_its_tables_finished_runs_but_the_newest(
         assert [run.id for run in await store.page(uid, ("sales",), "customers", 0, 100)] == [other.id]
 
     asyncio.run(scenario())
+
+
+def test_claim_passes_over_the_callers_own_running_runs_whose_lease_lapsed(
+    state_engine: sa.Engine, threads: ThreadRunner, uid: str
+) -> None:
+    """A replica that stalled past its lease must not take its own run again; another replica may."""
+    store = MaintenanceStore(state_engine, threads)
+    run = new_run(uid, ("sales",), "orders", ["expire-snapshots"], False, "cli:someone")
+
+    async def scenario() -> None:
+        await store.add(run)
+        assert await store.claim([uid], "stalled", timedelta(seconds=-1), ()) is not None  # lapsed at once
+        assert await store.claim([uid], "stalled", LEASE, [run.id]) is None
+        taken = await store.claim([uid], "other", LEASE, ())
+        assert taken is not None and taken.id == run.id
+
+    asyncio.run(scenario())
