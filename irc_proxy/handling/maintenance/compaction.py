@@ -25,20 +25,17 @@ The rewritten files are not deleted: ``expire-snapshots`` deletes them once no r
 from __future__ import annotations
 
 import uuid
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog.noop import NoopCatalog
-from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io import FileIO
 from pyiceberg.io.fileformat import FileFormatFactory
-from pyiceberg.io.pyarrow import ArrowScan, _to_requested_schema
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestContent
-from pyiceberg.schema import sanitize_column_names
-from pyiceberg.table import FileScanTask, Transaction
 from pyiceberg.table import Table as IcebergTable  # not a SQL table (tests/unit/stores/test_schema.py)
+from pyiceberg.table import Transaction
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
@@ -50,7 +47,6 @@ from pyiceberg.typedef import EMPTY_DICT
 from irc_proxy.errors import CommitFailed
 from irc_proxy.handling.loaded import OpenedTable, Owns, TableLoad
 from irc_proxy.handling.maintenance.binpack import Group, Thresholds, plan_groups
-from irc_proxy.handling.maintenance.decoding import byte_array_columns, decoded_slices
 from irc_proxy.handling.maintenance.deleting import Deleter
 from irc_proxy.handling.maintenance.job import (
     COMMIT_ATTEMPTS,
@@ -60,6 +56,7 @@ from irc_proxy.handling.maintenance.job import (
     skipped,
     storage_io,
 )
+from irc_proxy.handling.maintenance.reading import GroupReader
 from irc_proxy.handling.tables.tables import TableChange
 
 USE_SPARK = 'run it with executor = "spark"'
@@ -209,22 +206,11 @@ class _Rewriter:
         self.metadata, self.io, self.owns, self.buffer_bytes = access.metadata, access.io, access.owns, buffer_bytes
         metadata = self.metadata
         self.schema = metadata.schema()
-        self.file_schema = sanitize_column_names(self.schema)
+        self.reader = GroupReader(metadata, self.io, buffer_bytes)
+        self.file_schema = self.reader.write_schema
         self.model = FileFormatFactory.get(FileFormat.PARQUET)
         self.locations = load_location_provider(metadata.location, metadata.properties)
         self.run_id = uuid.uuid4()
-
-    def _batches(self, data_file: DataFile) -> Iterator[pa.RecordBatch]:
-        """The file's rows, projected onto the table's schema, in batches that each decode to at most the buffer
-        (``decoding``: string and binary columns are read as dictionaries and decoded slice by slice)."""
-        with self.io.new_input(data_file.file_path).open() as source:
-            dictionaries = byte_array_columns(source)
-        scan = ArrowScan(self.metadata, self.io, self.schema, AlwaysTrue(), dictionary_columns=dictionaries)
-        for batch in scan._record_batches_from_scan_tasks_and_deletes([FileScanTask(data_file)], {}):
-            for piece in decoded_slices(batch, self.buffer_bytes):
-                yield _to_requested_schema(
-                    self.file_schema, self.schema, piece, include_field_ids=True, format_model=self.model
-                )
 
     def _location(self, group: Group[DataFile], number: int) -> str:
         name = f"{self.run_id}-rewrite-{number:05d}.parquet"
@@ -238,13 +224,11 @@ class _Rewriter:
         """Write ``group``'s rows as about ``expected_output_files`` files, recording each in ``written``."""
         split = max(group.size // thresholds.expected_output_files(group.size), 1)
         output = _Output(self, group, written)
-        for data_file in group.files:
-            per_row = data_file.file_size_in_bytes / max(data_file.record_count, 1)
-            for batch in self._batches(data_file):
-                if output.consumed >= split:
-                    output.close()
-                    output = _Output(self, group, written)
-                output.add(batch, int(per_row * batch.num_rows))
+        for batch, input_bytes in self.reader.batches(group.files):
+            if output.consumed >= split:
+                output.close()
+                output = _Output(self, group, written)
+            output.add(batch, input_bytes)
         output.close()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from irc_proxy.handling.maintenance.decoding import batch_decoded_size, decoded_slices
+from irc_proxy.handling.maintenance.decoding import batch_decoded_size, decoded_bound, decoded_size, decoded_slices
 
 VALUE = "a" * 10_000
 ROWS = 100
@@ -40,3 +40,12 @@ def test_a_batch_within_the_budget_is_decoded_whole_and_a_plain_one_passes_as_it
     assert [piece.num_rows for piece in decoded_slices(batch, 1 << 20)] == [2]
     plain = pa.RecordBatch.from_arrays([pa.array([1, 2])], names=["n"])
     assert list(decoded_slices(plain, 1 << 20)) == [plain]
+
+
+def test_the_bound_is_never_below_the_decoded_size() -> None:
+    """``decoded_slices`` measures exactly only when the cheap bound passes the budget: it must never be lower."""
+    batch = bomb()
+    for start, length in ((0, ROWS), (0, 1), (37, 20), (ROWS - 1, 1)):
+        part = batch.slice(start, length)
+        for column in part.columns:
+            assert decoded_bound(column) >= decoded_size(column)
