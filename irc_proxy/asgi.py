@@ -21,7 +21,8 @@ h11_linear.install()  # this worker's hypercorn reads request heads with h11 (se
 _settings = load_settings()
 configure_logging(_settings.server.log_level, _settings.server.log_format)
 app = create_app(_settings)
-install_read_loop()  # this process's hypercorn reads with one timer per connection (http/read_timeout.py)
+# this process's hypercorn reads with one timer per connection, with a write timeout and a connection cap
+install_read_loop(_settings.server.write_timeout_seconds, _settings.server.max_connections)  # (http/read_timeout.py)
 
 
 def _flush_then_terminate(signum: int, _frame: FrameType | None) -> None:

@@ -72,7 +72,8 @@ def serve(settings: Settings) -> int:
     config.graceful_timeout = server.graceful_timeout_seconds
     config.read_timeout = math.ceil(server.read_timeout_seconds)  # hypercorn wants whole seconds
     config.keep_alive_timeout = server.keep_alive_timeout_seconds
-    install_read_loop()  # the read timeout as one timer per connection, not a task per read (workers: asgi.py)
+    # the read timeout as one timer per connection, not a task per read; a write timeout and a connection cap
+    install_read_loop(server.write_timeout_seconds, server.max_connections)  # (workers: asgi.py)
     log_addresses(settings)
     log.info("authentication: %s", settings.auth.mode)
     if settings.auth.mode == "none" and not is_loopback(settings.server.host):

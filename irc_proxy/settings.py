@@ -337,6 +337,13 @@ class ServerSettings(_Strict):
     """A connection that sends nothing for this long is closed (slow clients)."""
     keep_alive_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
     """Idle keep-alive connections are closed after this."""
+    write_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    """A connection whose client reads nothing of its answer for this long is closed, the rest of the answer dropped
+    (each such client held its connection, its request and the unsent answer for as long as it liked)."""
+    max_connections: Annotated[int, Field(ge=1, le=1_000_000)] = 10_000
+    """Connections one worker process holds at once; past it, a new connection is closed before anything is read (a
+    warning in the log, once a minute). Keep it below the process's file-descriptor limit (`ulimit -n`), less what
+    the catalogs' own connections need."""
     graceful_timeout_seconds: Annotated[float, Field(ge=0, le=3600)] = 30.0
     """On SIGTERM/SIGINT, how long shutdown waits for in-flight requests."""
     readiness_timeout_seconds: Annotated[float, Field(gt=0, le=60)] = 2.0

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from ssl import SSLError
 from typing import Any
 
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
-from hypercorn.events import Closed, RawData
+from hypercorn.events import Closed, Event, RawData
 
 from irc_proxy.http.keep_alive import IdleTimer
 
@@ -39,6 +41,7 @@ CHECKED_VERSIONS = ("0.18.0",)
 """hypercorn versions whose ``TCPServer._read_data`` this module's loop reproduces (see the unit test)."""
 
 EARLY = 0.001
+REFUSAL_LOG_SECONDS = 60.0
 """How early a timer may fire and still count as the deadline (uvloop's timers have millisecond steps)."""
 
 
@@ -76,7 +79,81 @@ class ReadWatch:
 
 class TimedReadTCPServer(TCPServer):
     """hypercorn's ``TCPServer`` with :class:`ReadWatch` in place of a ``wait_for`` around each read, and
-    ``keep_alive.IdleTimer`` in place of its idle task restarted on every request."""
+    ``keep_alive.IdleTimer`` in place of its idle task restarted on every request; plus two bounds hypercorn does
+    not have (``install`` sets them from the settings):
+
+    - ``write_timeout``: a connection whose client takes no byte of its answer for this long (it stopped reading)
+      ends, the unsent rest dropped. hypercorn waits for ever: each such client held its connection, its request's
+      task and the unsent answer (up to the largest answer the server makes) for as long as it liked.
+    - ``max_connections``: connections of this process past it are closed at once, before anything is read, so a
+      flood of connections costs a bounded number of tasks and descriptors (it would otherwise run the process out
+      of file descriptors, and every client with it).
+    """
+
+    write_timeout: float | None = None
+    max_connections: int | None = None
+    open_connections = 0
+    """This process's connections now (all of them: hypercorn runs one event loop per worker process)."""
+    _refused = 0
+    _refusal_logged = -math.inf
+
+    async def run(self) -> None:
+        cls = TimedReadTCPServer
+        if cls.max_connections is not None and cls.open_connections >= cls.max_connections:
+            cls._refuse(self.writer)
+            return
+        cls.open_connections += 1
+        try:
+            await super().run()
+        finally:
+            cls.open_connections -= 1
+
+    @classmethod
+    def _refuse(cls, writer: asyncio.StreamWriter) -> None:
+        writer.transport.abort()
+        cls._refused += 1
+        now = time.monotonic()
+        if now - cls._refusal_logged >= REFUSAL_LOG_SECONDS:  # one line a minute, however many are refused
+            log.warning(
+                "refused %d connection(s): this process holds server.max_connections (%d) already",
+                cls._refused,
+                cls.max_connections,
+            )
+            cls._refused, cls._refusal_logged = 0, now
+
+    async def protocol_send(self, event: Event) -> None:
+        timeout = self.write_timeout
+        if timeout is None or not isinstance(event, RawData):
+            await super().protocol_send(event)
+            return
+        async with self.send_lock:  # hypercorn's send, with a deadline on the wait for the client to read
+            transport = self.writer.transport
+            try:
+                self.writer.write(event.data)
+                if transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]:
+                    await self._drain_while_taken(transport, timeout)  # a task only when it must wait
+                else:
+                    await self.writer.drain()
+            except TimeoutError:
+                transport.abort()  # what is unsent is dropped: the client is not reading it
+                await self.protocol.handle(Closed())
+            except (ConnectionError, RuntimeError):
+                await self.protocol.handle(Closed())
+
+    async def _drain_while_taken(self, transport: asyncio.WriteTransport, timeout: float) -> None:
+        """Wait for the transport to drain while the client takes bytes: TimeoutError once it took none for
+        ``timeout`` seconds (the read timeout's rule, on the other side: a slow reader is never cut)."""
+        drain = asyncio.ensure_future(self.writer.drain())
+        try:
+            while True:
+                unsent = transport.get_write_buffer_size()
+                done, _ = await asyncio.wait({drain}, timeout=timeout)
+                if done:
+                    return drain.result()
+                if transport.get_write_buffer_size() >= unsent:
+                    raise TimeoutError("the client took no byte of its answer within the write timeout")
+        finally:
+            drain.cancel()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -121,10 +198,13 @@ class TimedReadTCPServer(TCPServer):
         await self.protocol.handle(Closed())
 
 
-def install() -> bool:
-    """Make hypercorn's asyncio server build :class:`TimedReadTCPServer` connections; False (logged) when
-    this hypercorn is not one the swap was checked against, which keeps hypercorn's own read loop."""
+def install(write_timeout: float | None = None, max_connections: int | None = None) -> bool:
+    """Make hypercorn's asyncio server build :class:`TimedReadTCPServer` connections, with ``write_timeout`` and
+    ``max_connections`` (None: unbounded, as hypercorn); False (logged) when this hypercorn is not one the swap was
+    checked against, which keeps hypercorn's own read loop (and neither bound)."""
     from importlib.metadata import version
+
+    TimedReadTCPServer.write_timeout, TimedReadTCPServer.max_connections = write_timeout, max_connections
 
     problem = ""
     found = version("hypercorn")

@@ -408,3 +408,97 @@ def test_a_read_timeout_while_an_answer_waits_for_its_reader_raises_nothing_in_t
                 pass
         time.sleep(0.3)
     assert "Error in ASGI Framework" not in caplog.text, caplog.text[:2000]
+
+
+WRITE_TIMEOUT = 0.5
+BIG = 8_000_000
+"""An answer far past what the kernel's buffers on both ends hold with the small ones set here."""
+
+
+def unread_client(port: int, size: int = BIG) -> socket.socket:
+    """A client that asks for ``size`` bytes and offers a 4 KiB window: the answer stays in the server."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window it offers
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(b"GET /size/%d HTTP/1.1\r\nHost: x\r\n\r\n" % size)
+    return sock
+
+
+def received_by(sock: socket.socket, pause: float = 0.0) -> int:
+    """Bytes the client gets until the connection ends (reading 64 KiB every ``pause`` seconds)."""
+    total = 0
+    with contextlib.suppress(ConnectionResetError):
+        while piece := sock.recv(65536):
+            total += len(piece)
+            time.sleep(pause)
+    return total
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+@pytest.mark.parametrize("server_class", [TCPServer, TimedReadTCPServer], ids=["hypercorn", "timed"])
+def test_a_client_that_reads_nothing_of_its_answer_is_cut_after_the_write_timeout(
+    server_class: type, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hypercorn waits for ever on a client that does not read: its connection, its request's task and the unsent
+    answer stay while it likes (here: the read timeout is long and the client sends nothing more, as a client
+    blocked on its own writes would). With ``write_timeout`` the connection ends and the answer is dropped."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    with serving(server_class, loop_kind, monkeypatch, read_timeout=30, send_buffer=4096) as (port, _stop):
+        connect(port).close()  # listening
+        with unread_client(port) as sock:
+            time.sleep(WRITE_TIMEOUT * 4)
+            got = received_by(sock)
+        time.sleep(0.2)
+        if server_class is TCPServer:
+            assert got > BIG  # hypercorn held all of it until the client read
+        else:
+            assert got < BIG // 2, got  # cut: the rest was dropped
+            deadline = time.monotonic() + KEEP_ALIVE + 1  # the probe connection lasts until its keep-alive
+            while TimedReadTCPServer.open_connections and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert TimedReadTCPServer.open_connections == 0  # the cut connection's task ended too
+
+
+def test_a_slow_reader_that_keeps_reading_is_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline is on the client taking no byte, not on the whole answer: a client reading a few KiB every
+    0.02 s takes its 1 MB answer over several write timeouts, and gets all of it."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30, send_buffer=4096) as (port, _stop):
+        connect(port).close()
+        with unread_client(port, 1_000_000) as sock:
+            started = time.monotonic()
+            got = 0
+            while got < 1_000_000:
+                piece = sock.recv(65536)
+                assert piece, f"cut after {got} bytes"
+                got += len(piece)
+                time.sleep(0.02)
+            assert time.monotonic() - started > WRITE_TIMEOUT * 2
+
+
+def test_connections_past_max_connections_are_closed_before_anything_is_read(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(TimedReadTCPServer, "max_connections", 3)
+    monkeypatch.setattr(TimedReadTCPServer, "_refusal_logged", -float("inf"))
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30) as (port, _stop):
+        held = [connect(port) for _ in range(3)]
+        for sock in held:  # each served (and counted) before the next one connects
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+        with connect(port) as extra:
+            with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                extra.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert received_by(extra) == 0  # closed: no answer
+        held.pop().close()  # its place is free once its connection ends (after the keep-alive, as with hypercorn)
+        deadline, served = time.monotonic() + KEEP_ALIVE + 2, b""
+        while not served.startswith(b"HTTP/1.1 200") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            with connect(port) as again, contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                again.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                served = answer(again)
+        assert served.startswith(b"HTTP/1.1 200")
+        for sock in held:
+            sock.close()
+    assert "server.max_connections (3)" in caplog.text

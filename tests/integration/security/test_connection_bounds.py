@@ -1,0 +1,62 @@
+"""An anonymous client against the connection bounds of a real ``irc-proxy serve`` (``server.max_connections``,
+``server.write_timeout_seconds``; ``irc_proxy/http/read_timeout.py``), one worker and two: connections past the cap
+are closed before anything is read, with one warning in the log, and the ones held go on being served. The write
+timeout's own cases run at unit level against hypercorn's server (``tests/unit/http/test_read_timeout.py``: a client
+that reads nothing of an 8 MB answer is cut, one that reads slowly is not); here, that the settings reach every
+worker."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import ProxyProcess
+
+CAP = 3
+KEEP_ALIVE = 3
+
+
+def request(sock: socket.socket) -> bytes:
+    """The whole answer to one ``GET /healthz`` (empty: the server closed the connection)."""
+    data = b""
+    with contextlib.suppress(ConnectionError):
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        while not data.endswith(b"}") and (piece := sock.recv(65536)):
+            data += piece
+    return data
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_connections_past_the_cap_are_closed_and_the_held_ones_still_served(tmp_path: Path, workers: int) -> None:
+    proxy = ProxyProcess(
+        tmp_path,
+        f"[server]\nmax_connections = {CAP}\nwrite_timeout_seconds = 5\nkeep_alive_timeout_seconds = {KEEP_ALIVE}\n"
+        f"workers = {workers}\n",
+    ).start()
+    sockets: list[socket.socket] = []
+    try:
+        # The start-up probes' connections count until their keep-alive ends, closed by their client or not: as
+        # with hypercorn, a connection's socket is held until then.
+        time.sleep(KEEP_ALIVE + 1)
+        served = []
+        for _ in range(CAP * workers + 5):
+            sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            sockets.append(sock)
+            head = request(sock)
+            if head:
+                assert head.startswith(b"HTTP/1.1 200"), head
+                served.append(sock)
+        assert 0 < len(served) <= CAP * workers
+        if workers == 1:
+            assert len(served) == CAP
+        for sock in served:  # the held connections are served as before
+            assert request(sock).startswith(b"HTTP/1.1 200")
+        assert f"server.max_connections ({CAP})" in proxy.log()
+    finally:
+        for sock in sockets:
+            sock.close()
+        proxy.stop()
