@@ -100,7 +100,7 @@ class GroupReader:
         self._field_ids = {
             i for i in self.schema.field_ids if not isinstance(self.schema.find_type(i), (MapType, ListType))
         }
-        self._shapes: dict[tuple[str, int], _FileShape | None] = {}
+        self._shapes: dict[tuple[bytes, int], _FileShape | None] = {}
 
     def batches(self, files: Sequence[DataFile]) -> Iterator[tuple[pa.RecordBatch, int]]:
         """The files' rows in order, in batches of at most about the buffer once decoded; each with the bytes of
@@ -133,7 +133,10 @@ class GroupReader:
 
     def _shape(self, footer: pq.ParquetFile, data_file: DataFile) -> _FileShape | None:
         physical = footer.schema_arrow
-        key = (physical.to_string(show_field_metadata=True, show_schema_metadata=False), data_file.spec_id)
+        # The schema's exact bytes, every field's metadata whole: ``to_string`` truncates metadata values (a field
+        # id padded with zeros past it) and prints names as they are (a name holding a newline and a field), so
+        # two files of different field ids printed alike and the second was read under the first's ids.
+        key = (physical.remove_metadata().serialize().to_pybytes(), data_file.spec_id)
         if key not in self._shapes:
             if len(self._shapes) >= SHAPES_KEPT:
                 self._shapes.clear()
