@@ -126,7 +126,7 @@ class GroupReader:
                         yield batch, int(per_row * batch.num_rows)
                     continue
                 reader = pq.ParquetFile(source, metadata=footer.metadata, read_dictionary=shape.dictionaries)
-                for batch in reader.iter_batches(columns=shape.columns, use_threads=False):
+                for batch in _row_group_batches(reader, shape.columns):
                     for piece in decoded_slices(batch.replace_schema_metadata(None), self.buffer_bytes):
                         if gathered.batches and (
                             gathered.shape is not shape
@@ -199,6 +199,15 @@ class GroupReader:
             self.write_schema, self.schema, batch, include_field_ids=True, format_model=self._model
         )
         return written if written.schema.equals(self.arrow_schema) else written.cast(self.arrow_schema)
+
+
+def _row_group_batches(reader: pq.ParquetFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """``reader``'s batches of ``columns``, one row group at a time: read across row groups, a string column nested
+    in a list or map and read as a dictionary fails ("Nested data conversions not implemented for chunked array
+    outputs": each row group has its own dictionary), which failed the compaction of any file of two row groups
+    with a ``list<string>`` column."""
+    for index in range(reader.num_row_groups):
+        yield from reader.iter_batches(row_groups=[index], columns=columns, use_threads=False)
 
 
 def _field_count(kind: pa.DataType) -> int:
