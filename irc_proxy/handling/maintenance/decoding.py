@@ -41,6 +41,17 @@ def byte_array_columns(footer: pq.ParquetFile) -> tuple[str, ...]:
     return tuple(schema.column(i).path for i in range(len(schema)) if schema.column(i).physical_type == "BYTE_ARRAY")
 
 
+def _entries(array: pa.MapArray) -> tuple[pa.Array, pa.Array]:
+    """The keys and items of ``array``'s own rows. ``MapArray.keys`` and ``.items`` are the whole batch's whatever
+    the slice (``flatten`` has no kernel for dictionary keys): measured by them, every slice of a map column
+    weighed the whole batch and ``decoded_slices`` halved it down to single rows, each measuring it all again
+    (20,000 rows of a 1 KB map value: 20,000 pieces, 18.5 s)."""
+    offsets = array.offsets
+    start = offsets[0].as_py() if len(offsets) else 0
+    end = offsets[-1].as_py() if len(offsets) else 0
+    return array.keys.slice(start, end - start), array.items.slice(start, end - start)
+
+
 def decoded_size(array: pa.Array) -> int:
     """What ``array`` takes once its dictionaries are decoded, computed without decoding them."""
     kind = array.type
@@ -54,7 +65,8 @@ def decoded_size(array: pa.Array) -> int:
         return len(array) + sum(decoded_size(child) for child in array.flatten())
     if pa.types.is_map(kind):
         assert isinstance(array, pa.MapArray)
-        return OFFSET_BYTES * len(array) + decoded_size(array.keys) + decoded_size(array.items)
+        keys, items = _entries(array)
+        return OFFSET_BYTES * len(array) + decoded_size(keys) + decoded_size(items)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         assert isinstance(array, pa.ListArray | pa.LargeListArray)
         return OFFSET_BYTES * len(array) + decoded_size(array.flatten())
@@ -78,7 +90,8 @@ def decoded_bound(array: pa.Array) -> int:
         return len(array) + sum(decoded_bound(child) for child in array.flatten())
     if pa.types.is_map(kind):
         assert isinstance(array, pa.MapArray)
-        return OFFSET_BYTES * len(array) + decoded_bound(array.keys) + decoded_bound(array.items)
+        keys, items = _entries(array)
+        return OFFSET_BYTES * len(array) + decoded_bound(keys) + decoded_bound(items)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         assert isinstance(array, pa.ListArray | pa.LargeListArray)
         return OFFSET_BYTES * len(array) + decoded_bound(array.flatten())

@@ -18,7 +18,8 @@ one writer share a schema, so here:
 A file that misses an identity-partitioned column of the table (a file added with its partition only in its path)
 takes pyiceberg's whole per-file path: the column's value comes from the file's partition tuple.
 
-Memory: at most ``COMBINE_BYTES`` (or the rewrite's buffer, if smaller) of decoded rows are gathered, plus one
+Memory: at most ``COMBINE_BYTES`` (or the rewrite's buffer, if smaller) of decoded rows are gathered (each batch
+counted with ``FIELD_BYTES`` a field besides its values' bytes: a wide schema's one-row files), plus one
 slice of at most the buffer, plus their projected copy, before they reach the output's buffer.
 """
 
@@ -54,6 +55,11 @@ COMBINE_BYTES = 16 * 1024**2
 beside the rewrite's buffer (and far from the 2 GiB of a string column's offsets)."""
 COMBINE_BATCHES = 4096
 """Batches gathered at most: each costs memory its ``nbytes`` does not show (a writer's files of one row each)."""
+FIELD_BYTES = 1024
+"""What one field of a gathered batch costs besides its values, counted against ``COMBINE_BYTES``: each file's
+batches come with their own schema (a ``Field`` and its field-id metadata a column) and arrays, ~1.1 KB a column
+measured, where ``nbytes`` shows a byte or two for a row of booleans. Uncounted, 1,000 one-row files of 1,000
+boolean columns (~2 KB of ``nbytes`` each) gathered 1.2 GB."""
 SHAPES_KEPT = 64
 """File schemas remembered (a writer could add a million files of a million schemas): past it, forgotten."""
 
@@ -68,6 +74,9 @@ class _FileShape:
     """The file's schema pruned to those fields (what ``_to_requested_schema`` projects from)."""
     dictionaries: tuple[str, ...]
     """Its string and binary leaf columns, read as dictionaries (``decoding``)."""
+    overhead: int
+    """What a batch of these columns costs gathered besides its ``nbytes`` (``FIELD_BYTES`` a field, nested ones
+    included)."""
 
 
 @dataclass
@@ -100,7 +109,7 @@ class GroupReader:
         self._field_ids = {
             i for i in self.schema.field_ids if not isinstance(self.schema.find_type(i), (MapType, ListType))
         }
-        self._shapes: dict[tuple[str, int], _FileShape | None] = {}
+        self._shapes: dict[tuple[bytes, int], _FileShape | None] = {}
 
     def batches(self, files: Sequence[DataFile]) -> Iterator[tuple[pa.RecordBatch, int]]:
         """The files' rows in order, in batches of at most about the buffer once decoded; each with the bytes of
@@ -117,23 +126,26 @@ class GroupReader:
                         yield batch, int(per_row * batch.num_rows)
                     continue
                 reader = pq.ParquetFile(source, metadata=footer.metadata, read_dictionary=shape.dictionaries)
-                for batch in reader.iter_batches(columns=shape.columns, use_threads=False):
+                for batch in _row_group_batches(reader, shape.columns):
                     for piece in decoded_slices(batch.replace_schema_metadata(None), self.buffer_bytes):
                         if gathered.batches and (
                             gathered.shape is not shape
-                            or gathered.nbytes + piece.nbytes > self.combine_bytes
+                            or gathered.nbytes + piece.nbytes + shape.overhead > self.combine_bytes
                             or len(gathered.batches) >= COMBINE_BATCHES
                         ):
                             yield from self._flush(gathered)
                         gathered.shape = shape
                         gathered.batches.append(piece)
-                        gathered.nbytes += piece.nbytes
+                        gathered.nbytes += piece.nbytes + shape.overhead
                         gathered.input_bytes += int(per_row * piece.num_rows)
         yield from self._flush(gathered)
 
     def _shape(self, footer: pq.ParquetFile, data_file: DataFile) -> _FileShape | None:
         physical = footer.schema_arrow
-        key = (physical.to_string(show_field_metadata=True, show_schema_metadata=False), data_file.spec_id)
+        # The schema's exact bytes, every field's metadata whole: ``to_string`` truncates metadata values (a field
+        # id padded with zeros past it) and prints names as they are (a name holding a newline and a field), so
+        # two files of different field ids printed alike and the second was read under the first's ids.
+        key = (physical.remove_metadata().serialize().to_pybytes(), data_file.spec_id)
         if key not in self._shapes:
             if len(self._shapes) >= SHAPES_KEPT:
                 self._shapes.clear()
@@ -149,10 +161,11 @@ class GroupReader:
                 isinstance(p.transform, IdentityTransform) for i in missing for p in spec.fields_by_source_id(i)
             )
             projected = prune_columns(file_schema, self._field_ids, select_full_types=False)
+            columns = [c.name for c in projected.columns]
+            chosen = set(columns)
+            overhead = FIELD_BYTES * sum(_field_count(f.type) for f in physical if f.name in chosen)
             self._shapes[key] = (
-                None
-                if from_partition
-                else _FileShape([c.name for c in projected.columns], projected, byte_array_columns(footer))
+                None if from_partition else _FileShape(columns, projected, byte_array_columns(footer), overhead)
             )
         return self._shapes[key]
 
@@ -186,6 +199,20 @@ class GroupReader:
             self.write_schema, self.schema, batch, include_field_ids=True, format_model=self._model
         )
         return written if written.schema.equals(self.arrow_schema) else written.cast(self.arrow_schema)
+
+
+def _row_group_batches(reader: pq.ParquetFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """``reader``'s batches of ``columns``, one row group at a time: read across row groups, a string column nested
+    in a list or map and read as a dictionary fails ("Nested data conversions not implemented for chunked array
+    outputs": each row group has its own dictionary), which failed the compaction of any file of two row groups
+    with a ``list<string>`` column."""
+    for index in range(reader.num_row_groups):
+        yield from reader.iter_batches(row_groups=[index], columns=columns, use_threads=False)
+
+
+def _field_count(kind: pa.DataType) -> int:
+    """Fields a column of type ``kind`` is made of, itself and its nested ones."""
+    return 1 + sum(_field_count(kind.field(i).type) for i in range(kind.num_fields))
 
 
 def _narrow(kind: pa.DataType) -> pa.DataType:
