@@ -461,20 +461,21 @@ def test_a_client_that_reads_nothing_of_its_answer_is_cut_after_the_write_timeou
 
 
 def test_a_slow_reader_that_keeps_reading_is_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The deadline is on the client taking no byte, not on the whole answer: a client reading a few KiB every
-    0.02 s takes its 1 MB answer over several write timeouts, and gets all of it."""
+    """The write timeout's deadline is on the client taking no byte, not on the whole answer. A client reading a
+    few KiB every 0.05 s (slower than the transport's buffer drains in a write timeout) takes its 400 KB answer over several write timeouts (and read timeouts: the read loop ends
+    meanwhile, as hypercorn's does, but the answer is sent to its end) and gets all of it."""
     monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
-    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30, send_buffer=4096) as (port, _stop):
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, send_buffer=4096) as (port, _stop):
         connect(port).close()
-        with unread_client(port, 1_000_000) as sock:
+        with unread_client(port, 400_000) as sock:
             started = time.monotonic()
             got = 0
-            while got < 1_000_000:
-                piece = sock.recv(65536)
-                assert piece, f"cut after {got} bytes"
-                got += len(piece)
-                time.sleep(0.02)
-            assert time.monotonic() - started > WRITE_TIMEOUT * 2
+            with contextlib.suppress(ConnectionResetError):
+                while got < 400_000 and (piece := sock.recv(65536)):
+                    got += len(piece)
+                    time.sleep(0.05)
+            elapsed = time.monotonic() - started
+    assert got >= 400_000 and elapsed > WRITE_TIMEOUT * 3, (got, elapsed)
 
 
 def test_connections_past_max_connections_are_closed_before_anything_is_read(
