@@ -461,9 +461,10 @@ def test_a_client_that_reads_nothing_of_its_answer_is_cut_after_the_write_timeou
 
 
 def test_a_slow_reader_that_keeps_reading_is_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The write timeout's deadline is on the client taking no byte, not on the whole answer. A client reading a
-    few KiB every 0.05 s (slower than the transport's buffer drains in a write timeout) takes its 400 KB answer over several write timeouts (and read timeouts: the read loop ends
-    meanwhile, as hypercorn's does, but the answer is sent to its end) and gets all of it."""
+    """The write timeout's deadline is on the client taking no byte, not on each wait for the transport to drain:
+    a client reading a few KiB every 0.05 s (slower than the buffer drains within one write timeout) takes its
+    400 KB answer over several write timeouts, and read timeouts (the read loop ends meanwhile, as hypercorn's
+    does, but the answer is still sent to its end), and gets all of it."""
     monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
     with serving(TimedReadTCPServer, "uvloop", monkeypatch, send_buffer=4096) as (port, _stop):
         connect(port).close()
