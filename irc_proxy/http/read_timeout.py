@@ -23,6 +23,7 @@ fails that test instead of silently changing the read loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -164,9 +165,36 @@ class TimedReadTCPServer(TCPServer):
     async def _close(self) -> None:
         await self.idle_task.stop()  # from now on the timer closes nothing (the close below may wait)
         try:
+            if self.write_timeout is not None and self.writer.transport.get_write_buffer_size():
+                await self._flush_while_taken(self.write_timeout)
             await super()._close()
         finally:
             await self.idle_task.end()  # type: ignore[attr-defined]
+
+    async def _flush_while_taken(self, timeout: float) -> None:
+        """Close with the write timeout's rule on the unsent tail: hypercorn's close waits for the transport to send
+        it, for ever when the client reads nothing. An answer's tail below the high-water mark never waited in
+        ``protocol_send`` (no drain was needed), so without this a client that asked for a few dozen KiB (or
+        pipelined small requests) and read none of it held its connection, and a place under ``max_connections``,
+        for as long as it liked: past the keep-alive, the read timeout and a graceful shutdown's wait."""
+        transport = self.writer.transport
+        with contextlib.suppress(NotImplementedError, OSError, RuntimeError):
+            self.writer.write_eof()  # as hypercorn's close: the client learns the answer ends here
+        self.writer.close()  # the transport closes once its buffer is sent
+        closed = asyncio.ensure_future(self.writer.wait_closed())
+        try:
+            while True:
+                unsent = transport.get_write_buffer_size()
+                done, _ = await asyncio.wait({closed}, timeout=timeout)
+                if done:
+                    with contextlib.suppress(Exception):  # what hypercorn's close then meets again and ignores
+                        closed.result()
+                    return
+                if transport.get_write_buffer_size() >= unsent:
+                    transport.abort()  # the client took no byte of the tail for a whole write timeout
+                    return
+        finally:
+            closed.cancel()
 
     async def _read_data(self) -> None:
         timeout = self.config.read_timeout
@@ -174,7 +202,24 @@ class TimedReadTCPServer(TCPServer):
             await super()._read_data()
         else:
             await self._timed_reads(timeout)
-        await self.idle_task.held()  # type: ignore[attr-defined]
+        if not self._client_left():
+            await self.idle_task.held()  # type: ignore[attr-defined]
+
+    def _client_left(self) -> bool:
+        """Whether the read loop ended because the client closed or reset the connection (not a read timeout).
+
+        hypercorn's task group waited for its idle task even then: a connection its client had closed while idle
+        was held (its socket, its task, its place under ``max_connections``) until the keep-alive ended. That made
+        filling the cap nearly free: ``max_connections / keep_alive_timeout`` connect-and-close a second (10,000 /
+        30 s: 333 a second, with no descriptor held by the client) refused every other client of the worker. Such
+        a connection has nothing left to answer (a request in flight holds the connection through its task, not
+        through this wait; a tail still unsent is flushed by ``_close`` under the write timeout), so it ends now.
+        """
+        reader = self.reader
+        if reader.at_eof():
+            return True
+        error = reader.exception()
+        return error is not None and not isinstance(error, TimeoutError)
 
     async def _timed_reads(self, timeout: float) -> None:
         reader = self.reader

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -59,4 +60,26 @@ def test_connections_past_the_cap_are_closed_and_the_held_ones_still_served(tmp_
     finally:
         for sock in sockets:
             sock.close()
+        proxy.stop()
+
+
+def test_connect_and_close_does_not_fill_the_cap(tmp_path: Path) -> None:
+    """An anonymous client that connects and closes (or resets) at once, holding nothing itself: each connection
+    once kept its place until its keep-alive ended, so ``max_connections / keep_alive_timeout`` of them a second
+    (10,000 / 30 s by default: 333 a second) refused every other client of the worker. Here: the cap's worth ten
+    times over, with a 30 s keep-alive; a client right after is served."""
+    proxy = ProxyProcess(tmp_path, f"[server]\nmax_connections = {CAP}\nkeep_alive_timeout_seconds = 30\n")
+    proxy.start()
+    try:
+        time.sleep(1)  # the start-up probe's connection: closed by its client, it ends at once too
+        for index in range(CAP * 10):
+            sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            if index % 2:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+            sock.close()
+        time.sleep(0.5)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            assert request(sock).startswith(b"HTTP/1.1 200")
+        assert "server.max_connections" not in proxy.log()
+    finally:
         proxy.stop()

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import inspect
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -502,3 +503,88 @@ def test_connections_past_max_connections_are_closed_before_anything_is_read(
         for sock in held:
             sock.close()
     assert "server.max_connections (3)" in caplog.text
+
+
+def left(port: int, how: str) -> None:
+    """A client that connects and leaves without a request: ``fin`` closes, ``rst`` resets once the server reads."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if how == "rst":
+        time.sleep(0.01)  # past accept and getpeername: the reset reaches the read loop
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+@pytest.mark.parametrize("how", ["fin", "rst"])
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_connections_their_clients_left_while_idle_do_not_fill_max_connections(
+    how: str, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connect-and-close ten times the cap in well under the keep-alive: each such connection once held its place
+    until its keep-alive ended (hypercorn's task group waited for its idle task), so ``max_connections /
+    keep_alive_timeout`` connections a second, with nothing held by the client, refused every other client. They
+    end at once now, and the next client is served."""
+    monkeypatch.setattr(TimedReadTCPServer, "max_connections", 5)
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()  # listening (this one leaves too)
+        started = time.monotonic()
+        for _ in range(50):
+            left(port, how)
+        time.sleep(0.3)  # the server has taken them all from the listening socket's backlog
+        while TimedReadTCPServer.open_connections and time.monotonic() - started < KEEP_ALIVE:
+            time.sleep(0.02)
+        assert TimedReadTCPServer.open_connections == 0
+        assert time.monotonic() - started < KEEP_ALIVE / 2
+        with connect(port) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(KEEP_ALIVE / 4)  # a client that keeps its connection open idle keeps it: not cut early
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+
+
+TAIL = 50_000
+"""An answer whose unsent rest stays below the transport's high-water mark (64 KiB): ``protocol_send`` never waits."""
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_an_unread_tail_below_the_high_water_mark_is_cut_after_the_keep_alive_and_the_write_timeout(
+    loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keep-alive's close waited for the transport to send the tail, for ever when the client read nothing:
+    its connection (and its place under ``max_connections``) outlived the keep-alive, the read timeout and the
+    write timeout. The close now has the write timeout's rule."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=1, send_buffer=4096) as (port, _stop):
+        connect(port).close()
+        time.sleep(0.1)
+        clients = [unread_client(port, TAIL) for _ in range(3)]
+        try:
+            started = time.monotonic()
+            time.sleep(0.3)
+            assert TimedReadTCPServer.open_connections == 3  # the tails wait in the server
+            while TimedReadTCPServer.open_connections and time.monotonic() - started < KEEP_ALIVE * 3:
+                time.sleep(0.05)
+            elapsed = time.monotonic() - started
+            assert TimedReadTCPServer.open_connections == 0, elapsed
+            assert elapsed < KEEP_ALIVE + WRITE_TIMEOUT * 2 + 0.5, elapsed
+            assert received_by(clients[0]) < TAIL  # cut: the rest was dropped
+        finally:
+            for sock in clients:
+                sock.close()
+
+
+def test_a_tail_read_slowly_after_the_keep_alive_is_sent_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The close's deadline is on the client taking no byte, as the write timeout's: a client that starts reading
+    its tail after the keep-alive, 4 KiB every 0.1 s (over several write timeouts), gets all of it."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30, send_buffer=4096) as (port, _stop):
+        connect(port).close()
+        with unread_client(port, TAIL) as sock:
+            time.sleep(KEEP_ALIVE + WRITE_TIMEOUT / 2)  # the close has begun, the tail unsent
+            started = time.monotonic()
+            received = b""
+            while piece := sock.recv(4096):
+                received += piece
+                time.sleep(0.1)
+            assert received.startswith(b"HTTP/1.1 200") and received.endswith(b"\r\n\r\n" + b"x" * TAIL)
+            assert time.monotonic() - started > WRITE_TIMEOUT * 2
