@@ -33,6 +33,7 @@ from typing import Any
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.events import Closed, Event, RawData
+from hypercorn.protocol.h2 import H2Protocol
 
 from irc_proxy.http.keep_alive import IdleTimer
 
@@ -202,8 +203,26 @@ class TimedReadTCPServer(TCPServer):
             await super()._read_data()
         else:
             await self._timed_reads(timeout)
+        await self._release_h2_answers()
         if not self._client_left():
             await self.idle_task.held()  # type: ignore[attr-defined]
+
+    async def _release_h2_answers(self) -> None:
+        """Wake the HTTP/2 answers still waiting to be sent, now that the connection is closed (the read loop has
+        just handed ``Closed`` to the protocol, and hypercorn's h2 sender has stopped).
+
+        hypercorn 0.18's ``H2Protocol`` leaves them waiting: an app's ``send`` blocked on a stream's buffer (full,
+        or its end waiting to drain) is woken only by the sender, which ends at the close. A stream waits there as
+        long as the client's flow-control window is shut, which an h2c client can make it from the start
+        (``SETTINGS_INITIAL_WINDOW_SIZE`` 0): 100 streams (h2's concurrency limit) then a close or reset, and the
+        server kept 100 app tasks and their answers, and the connection's task and its place under
+        ``max_connections``, for as long as the worker ran (a graceful shutdown cancelled them after its timeout).
+        Closing the buffers is what hypercorn itself does to a stream closed while blocked on flow control: the
+        app's ``send`` returns, its next one is dropped, and the app ends."""
+        inner = getattr(self.protocol, "protocol", None)
+        if isinstance(inner, H2Protocol):
+            for buffer in list(inner.stream_buffers.values()):
+                await buffer.close()
 
     def _client_left(self) -> bool:
         """Whether the read loop ended because the client closed or reset the connection (not a read timeout).

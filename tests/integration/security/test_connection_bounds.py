@@ -13,6 +13,9 @@ import struct
 import time
 from pathlib import Path
 
+import h2.config
+import h2.connection
+import h2.settings
 import pytest
 
 from tests.support.server import ProxyProcess
@@ -81,5 +84,34 @@ def test_connect_and_close_does_not_fill_the_cap(tmp_path: Path) -> None:
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
             assert request(sock).startswith(b"HTTP/1.1 200")
         assert "server.max_connections" not in proxy.log()
+    finally:
+        proxy.stop()
+
+
+def test_h2_answers_held_on_a_shut_window_do_not_outlive_their_connection(tmp_path: Path) -> None:
+    """An anonymous h2c client (prior knowledge) offers a window of 0, asks ``/healthz`` 100 times and resets:
+    hypercorn's h2 left the 100 app tasks waiting for a sender that had stopped, and the connection held its
+    place under the cap for as long as the worker ran. ``CAP`` such clients refused everyone, for good."""
+    proxy = ProxyProcess(tmp_path, f"[server]\nmax_connections = {CAP}\nkeep_alive_timeout_seconds = 30\n")
+    proxy.start()
+    try:
+        time.sleep(1)
+        for _ in range(CAP):
+            sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            client.initiate_connection()
+            client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            for _ in range(100):
+                headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
+                client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+            sock.sendall(client.data_to_send())
+            time.sleep(0.5)  # the answers are made, and wait for the window
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        time.sleep(0.5)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            assert request(sock).startswith(b"HTTP/1.1 200")
+        assert "server.max_connections" not in proxy.log()
+        assert "Error in ASGI Framework" not in proxy.log()
     finally:
         proxy.stop()

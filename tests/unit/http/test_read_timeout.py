@@ -17,6 +17,9 @@ from functools import partial
 from importlib.metadata import version
 from typing import Any, cast
 
+import h2.config
+import h2.connection
+import h2.settings
 import pytest
 import uvloop
 from hypercorn.asyncio import run as hypercorn_run
@@ -588,3 +591,50 @@ def test_a_tail_read_slowly_after_the_keep_alive_is_sent_whole(monkeypatch: pyte
                 time.sleep(0.1)
             assert received.startswith(b"HTTP/1.1 200") and received.endswith(b"\r\n\r\n" + b"x" * TAIL)
             assert time.monotonic() - started > WRITE_TIMEOUT * 2
+
+
+def shut_window_h2(port: int, path: str, streams: int = 100) -> socket.socket:
+    """An h2c client (prior knowledge) that offers a flow-control window of 0 and asks for ``path`` ``streams``
+    times: no answer's body can be sent."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    client.initiate_connection()
+    client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    for _ in range(streams):
+        headers = [(":method", "GET"), (":path", path), (":scheme", "http"), (":authority", "x")]
+        client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+    sock.sendall(client.data_to_send())
+    return sock
+
+
+def tasks_of(loop: asyncio.AbstractEventLoop) -> int:
+    async def count() -> int:
+        return len(asyncio.all_tasks())
+
+    return asyncio.run_coroutine_threadsafe(count(), loop).result(5)
+
+
+@pytest.mark.parametrize("path", ["/", "/size/1000000"])
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_h2_answers_blocked_on_a_shut_window_end_with_their_connection(
+    path: str, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hypercorn's h2 sender stops at the close and nothing woke the app tasks waiting on it: an h2c client that
+    shut its window, asked 100 times and reset the connection left 100 tasks with their answers, and the
+    connection's place under ``max_connections``, for as long as the worker ran."""
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()
+        time.sleep(KEEP_ALIVE + 0.3)  # that probe's connection has ended
+        loop = TASK_FACTORY_LOOPS[-1]
+        before = tasks_of(loop)
+        for _ in range(3):
+            sock = shut_window_h2(port, path)
+            time.sleep(0.2)
+            assert tasks_of(loop) >= before + 100  # the answers wait for the window
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        deadline = time.monotonic() + 2
+        while (TimedReadTCPServer.open_connections or tasks_of(loop) > before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert TimedReadTCPServer.open_connections == 0
+        assert tasks_of(loop) <= before
