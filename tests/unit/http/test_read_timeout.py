@@ -638,3 +638,33 @@ def test_h2_answers_blocked_on_a_shut_window_end_with_their_connection(
             time.sleep(0.05)
         assert TimedReadTCPServer.open_connections == 0
         assert tasks_of(loop) <= before
+
+
+def test_the_bounds_add_no_task_to_a_keep_alive_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``write_timeout`` and ``max_connections`` set (as ``irc-proxy serve`` sets them), a request whose answer
+    fits the transport's buffer still makes only the app's task: the drain's task is made only when it must wait,
+    the close's only for an unsent tail."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", 60.0)
+    monkeypatch.setattr(TimedReadTCPServer, "max_connections", 100)
+    made: list[str] = []
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(getattr(coro, "__qualname__", "?"))
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    with serving(TimedReadTCPServer, "asyncio", monkeypatch) as (port, _stop):
+        with connect(port) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            loop = TASK_FACTORY_LOOPS[-1]
+            loop.call_soon_threadsafe(loop.set_task_factory, counting)
+            time.sleep(0.1)
+            for _ in range(20):
+                sock.sendall(b"GET /size/20000 HTTP/1.1\r\nHost: x\r\n\r\n")
+                received = b""
+                while not received.endswith(b"x" * 100) and (piece := sock.recv(65536)):
+                    received += piece
+            time.sleep(0.1)
+        time.sleep(0.3)  # the client closed while idle: its connection ends at once, with no task
+        during = list(made)
+    assert len(during) <= 20, sorted(set(during))
