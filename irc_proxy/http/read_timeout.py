@@ -35,6 +35,7 @@ from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.events import Closed, Event, RawData
 from hypercorn.protocol.h2 import H2Protocol
 
+from irc_proxy.http import h2_stall
 from irc_proxy.http.keep_alive import IdleTimer
 
 log = logging.getLogger("irc_proxy")
@@ -97,6 +98,8 @@ class TimedReadTCPServer(TCPServer):
     open_connections = 0
     """This process's connections now (all of them: hypercorn runs one event loop per worker process)."""
     _refused = 0
+    _h2_watch: asyncio.TimerHandle | None = None
+    """An h2 connection's timer for ``h2_stall`` (set on its first send)."""
     _refusal_logged = -math.inf
 
     async def run(self) -> None:
@@ -128,6 +131,8 @@ class TimedReadTCPServer(TCPServer):
         if timeout is None or not isinstance(event, RawData):
             await super().protocol_send(event)
             return
+        if self._h2_watch is None and isinstance(getattr(self.protocol, "protocol", None), H2Protocol):
+            self._h2_watch = self.loop.call_later(timeout, self._check_h2, timeout)  # h2: answers wait per stream
         async with self.send_lock:  # hypercorn's send, with a deadline on the wait for the client to read
             transport = self.writer.transport
             try:
@@ -157,6 +162,21 @@ class TimedReadTCPServer(TCPServer):
         finally:
             drain.cancel()
 
+    def _check_h2(self, timeout: float) -> None:
+        """Every ``write_timeout`` while an h2 connection lives: reset its streams whose client took no byte of
+        the answer for that long (``h2_stall``; a stream is cut between one and two timeouts after its last byte
+        taken)."""
+        self._h2_watch = None
+        protocol = getattr(self.protocol, "protocol", None)
+        if not isinstance(protocol, H2Protocol) or protocol.closed:
+            return
+        if stream_ids := h2_stall.stalled(protocol, timeout):
+            try:
+                self._task_group.spawn(h2_stall.reset, protocol, stream_ids)
+            except RuntimeError:  # the connection's task group is ending: so are its streams
+                return
+        self._h2_watch = self.loop.call_later(timeout, self._check_h2, timeout)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.idle_task = IdleTimer(  # type: ignore[assignment]  # hypercorn types it AsyncioSingleTask
@@ -165,6 +185,8 @@ class TimedReadTCPServer(TCPServer):
 
     async def _close(self) -> None:
         await self.idle_task.stop()  # from now on the timer closes nothing (the close below may wait)
+        if self._h2_watch is not None:
+            self._h2_watch.cancel()
         try:
             if self.write_timeout is not None and self.writer.transport.get_write_buffer_size():
                 await self._flush_while_taken(self.write_timeout)
@@ -281,4 +303,5 @@ def install(write_timeout: float | None = None, max_connections: int | None = No
         log.warning("keeping hypercorn's read loop (a task per socket read): %s", problem)
         return False
     hypercorn_run.TCPServer = TimedReadTCPServer  # type: ignore[attr-defined]  # not exported by hypercorn
+    h2_stall.install()  # h2 answers under the write timeout too
     return True

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import h2.config
 import h2.connection
+import h2.events
 import h2.settings
 import pytest
 
@@ -112,6 +113,35 @@ def test_h2_answers_held_on_a_shut_window_do_not_outlive_their_connection(tmp_pa
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
             assert request(sock).startswith(b"HTTP/1.1 200")
         assert "server.max_connections" not in proxy.log()
+        assert "Error in ASGI Framework" not in proxy.log()
+    finally:
+        proxy.stop()
+
+
+def test_h2_answers_on_a_window_kept_shut_are_reset_after_the_write_timeout(tmp_path: Path) -> None:
+    """An anonymous h2c client keeps its window shut and pings now and then (the read timeout never comes): its
+    100 answers waited in hypercorn's h2 buffers, where the write timeout did not look, for as long as it liked
+    (50 such connections: +125 MB in the worker). Each is reset once it waited ``write_timeout`` unread."""
+    proxy = ProxyProcess(tmp_path, "[server]\nwrite_timeout_seconds = 1\nread_timeout_seconds = 30\n").start()
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            client.initiate_connection()
+            client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            for _ in range(100):
+                headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
+                client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+            sock.sendall(client.data_to_send())
+            started, resets = time.monotonic(), 0
+            sock.settimeout(0.2)
+            while resets < 100 and time.monotonic() - started < 6:
+                client.ping(b"12345678")
+                sock.sendall(client.data_to_send())
+                with contextlib.suppress(TimeoutError):
+                    events = client.receive_data(sock.recv(1 << 20))
+                    resets += sum(isinstance(event, h2.events.StreamReset) for event in events)
+            assert resets == 100, resets
+            assert time.monotonic() - started < 4
         assert "Error in ASGI Framework" not in proxy.log()
     finally:
         proxy.stop()

@@ -19,15 +19,20 @@ from typing import Any, cast
 
 import h2.config
 import h2.connection
+import h2.events
 import h2.settings
 import pytest
 import uvloop
+from h2.connection import H2Connection
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.config import Config
+from hypercorn.protocol import h2 as hypercorn_h2
+from hypercorn.protocol.h2 import H2Protocol, StreamBuffer
 from hypercorn.utils import wrap_app
 
+from irc_proxy.http.h2_stall import TakenStreamBuffer
 from irc_proxy.http.read_timeout import CHECKED_VERSIONS, TimedReadTCPServer, install
 
 READ_TIMEOUT = 0.6
@@ -64,6 +69,7 @@ def test_install_swaps_the_server_hypercorn_builds() -> None:
         assert install() is True  # idempotent
     finally:
         setattr(hypercorn_run, "TCPServer", TCPServer)
+        setattr(hypercorn_h2, "StreamBuffer", StreamBuffer)
 
 
 def test_install_keeps_hypercorn_loop_when_the_name_moved(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -593,18 +599,22 @@ def test_a_tail_read_slowly_after_the_keep_alive_is_sent_whole(monkeypatch: pyte
             assert time.monotonic() - started > WRITE_TIMEOUT * 2
 
 
-def shut_window_h2(port: int, path: str, streams: int = 100) -> socket.socket:
+def shut_window_h2_client(port: int, path: str, streams: int = 100) -> tuple[socket.socket, H2Connection]:
     """An h2c client (prior knowledge) that offers a flow-control window of 0 and asks for ``path`` ``streams``
-    times: no answer's body can be sent."""
+    times: no answer's body can be sent until it opens the window."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    client = H2Connection(h2.config.H2Configuration(client_side=True))
     client.initiate_connection()
     client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
     for _ in range(streams):
         headers = [(":method", "GET"), (":path", path), (":scheme", "http"), (":authority", "x")]
         client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
     sock.sendall(client.data_to_send())
-    return sock
+    return sock, client
+
+
+def shut_window_h2(port: int, path: str, streams: int = 100) -> socket.socket:
+    return shut_window_h2_client(port, path, streams)[0]
 
 
 def tasks_of(loop: asyncio.AbstractEventLoop) -> int:
@@ -668,3 +678,88 @@ def test_the_bounds_add_no_task_to_a_keep_alive_request(monkeypatch: pytest.Monk
         time.sleep(0.3)  # the client closed while idle: its connection ends at once, with no task
         during = list(made)
     assert len(during) <= 20, sorted(set(during))
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_h2_answers_on_a_window_kept_shut_are_reset_after_the_write_timeout(
+    loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An h2c client that keeps its window shut and pings (so the read timeout never comes) held 100 app tasks and
+    their answers per connection for as long as it liked: the transport's buffer, where the write timeout waits,
+    never fills. Each stream is reset once its answer waited ``write_timeout`` with no byte taken."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    monkeypatch.setattr(hypercorn_h2, "StreamBuffer", TakenStreamBuffer)
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()
+        time.sleep(KEEP_ALIVE + 0.3)
+        loop = TASK_FACTORY_LOOPS[-1]
+        before = tasks_of(loop)
+        sock, client = shut_window_h2_client(port, "/size/100000")
+        with sock:
+            time.sleep(0.2)
+            assert tasks_of(loop) >= before + 100
+            started = time.monotonic()
+            resets = 0
+            sock.settimeout(0.05)
+            alive = before + 2  # the connection's task and its h2 sender's, the connection being alive
+            while (tasks_of(loop) > alive or resets < 100) and time.monotonic() - started < WRITE_TIMEOUT * 4:
+                client.ping(b"12345678")  # the connection is alive: only its answers stall
+                sock.sendall(client.data_to_send())
+                with contextlib.suppress(TimeoutError):
+                    events = client.receive_data(sock.recv(1 << 20))
+                    resets += sum(isinstance(event, h2.events.StreamReset) for event in events)
+            elapsed = time.monotonic() - started
+            assert tasks_of(loop) <= alive, elapsed
+            assert resets == 100, (resets, elapsed)
+            assert elapsed > WRITE_TIMEOUT * 0.8  # not before the timeout
+
+
+def test_an_h2_client_that_reads_slowly_is_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline is on no byte taken: a client that opens its window 16 KiB every 0.1 s takes a 400 KB answer
+    over several write timeouts, and gets all of it."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    monkeypatch.setattr(hypercorn_h2, "StreamBuffer", TakenStreamBuffer)
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()
+        sock, client = shut_window_h2_client(port, "/size/400000", streams=1)
+        with sock:
+            started, got, ended = time.monotonic(), 0, False
+            sock.settimeout(0.1)
+            while not ended and time.monotonic() - started < 15:
+                client.increment_flow_control_window(16384)
+                client.increment_flow_control_window(16384, stream_id=1)
+                sock.sendall(client.data_to_send())
+                time.sleep(0.1)
+                with contextlib.suppress(TimeoutError):
+                    for event in client.receive_data(sock.recv(1 << 20)):
+                        if isinstance(event, h2.events.DataReceived):
+                            got += len(event.data)
+                        ended = ended or isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset))
+                        assert not isinstance(event, h2.events.StreamReset), got
+            assert got == 400_000
+            assert time.monotonic() - started > WRITE_TIMEOUT * 2
+
+
+H2_SOURCES = {
+    "H2Protocol": "7257f8bafccaa2e5677c63696eef2777854fd65f2721f3408c6c963398a15145",
+    "StreamBuffer": "bc347b7c78068613befe675f8fb3779ff3a4385312aa46c031e335b33d281be9",
+}
+"""What ``h2_stall`` relies on: ``StreamBuffer``'s push and pop, and ``H2Protocol``'s ``stream_buffers``,
+``_close_stream``, ``_window_updated``, ``_flush`` and how it handles ``Closed`` (``_release_h2_answers``)."""
+
+
+def test_hypercorn_h2_is_the_one_h2_stall_was_checked_against() -> None:
+    """A hypercorn upgrade lands here: check ``h2_stall`` and ``TimedReadTCPServer._release_h2_answers`` against
+    its new h2 protocol, then update these digests."""
+    for thing in (H2Protocol, StreamBuffer):
+        source = inspect.getsource(thing)
+        assert hashlib.sha256(source.encode()).hexdigest() == H2_SOURCES[thing.__name__], source
+
+
+def test_install_makes_h2_buffers_that_note_the_client_taking_bytes() -> None:
+    try:
+        assert install() is True
+        assert hypercorn_h2.StreamBuffer is TakenStreamBuffer
+    finally:
+        setattr(hypercorn_run, "TCPServer", TCPServer)
+        setattr(hypercorn_h2, "StreamBuffer", StreamBuffer)
