@@ -44,8 +44,8 @@ def test_connections_past_the_cap_are_closed_and_the_held_ones_still_served(tmp_
     ).start()
     sockets: list[socket.socket] = []
     try:
-        # The start-up probes' connections count until their keep-alive ends, closed by their client or not: as
-        # with hypercorn, a connection's socket is held until then.
+        # The start-up probes' connections: closed by their client, they end at once (not held until their
+        # keep-alive, as hypercorn held them); the wait covers one its client would have left open.
         time.sleep(KEEP_ALIVE + 1)
         served = []
         for _ in range(CAP * workers + 5):

@@ -501,7 +501,7 @@ def test_connections_past_max_connections_are_closed_before_anything_is_read(
             with contextlib.suppress(ConnectionResetError, BrokenPipeError):
                 extra.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             assert received_by(extra) == 0  # closed: no answer
-        held.pop().close()  # its place is free once its connection ends (after the keep-alive, as with hypercorn)
+        held.pop().close()  # its place is free once its connection ends (at once: its client closed it)
         deadline, served = time.monotonic() + KEEP_ALIVE + 2, b""
         while not served.startswith(b"HTTP/1.1 200") and time.monotonic() < deadline:
             time.sleep(0.2)
