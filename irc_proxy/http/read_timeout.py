@@ -23,6 +23,7 @@ fails that test instead of silently changing the read loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -32,7 +33,9 @@ from typing import Any
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.events import Closed, Event, RawData
+from hypercorn.protocol.h2 import H2Protocol
 
+from irc_proxy.http import h2_stall
 from irc_proxy.http.keep_alive import IdleTimer
 
 log = logging.getLogger("irc_proxy")
@@ -95,6 +98,8 @@ class TimedReadTCPServer(TCPServer):
     open_connections = 0
     """This process's connections now (all of them: hypercorn runs one event loop per worker process)."""
     _refused = 0
+    _h2_watch: asyncio.TimerHandle | None = None
+    """An h2 connection's timer for ``h2_stall`` (set on its first send)."""
     _refusal_logged = -math.inf
 
     async def run(self) -> None:
@@ -126,6 +131,8 @@ class TimedReadTCPServer(TCPServer):
         if timeout is None or not isinstance(event, RawData):
             await super().protocol_send(event)
             return
+        if self._h2_watch is None and isinstance(getattr(self.protocol, "protocol", None), H2Protocol):
+            self._h2_watch = self.loop.call_later(timeout, self._check_h2, timeout)  # h2: answers wait per stream
         async with self.send_lock:  # hypercorn's send, with a deadline on the wait for the client to read
             transport = self.writer.transport
             try:
@@ -155,6 +162,21 @@ class TimedReadTCPServer(TCPServer):
         finally:
             drain.cancel()
 
+    def _check_h2(self, timeout: float) -> None:
+        """Every ``write_timeout`` while an h2 connection lives: reset its streams whose client took no byte of
+        the answer for that long (``h2_stall``; a stream is cut between one and two timeouts after its last byte
+        taken)."""
+        self._h2_watch = None
+        protocol = getattr(self.protocol, "protocol", None)
+        if not isinstance(protocol, H2Protocol) or protocol.closed:
+            return
+        if stream_ids := h2_stall.stalled(protocol, timeout):
+            try:
+                self._task_group.spawn(h2_stall.reset, protocol, stream_ids)
+            except RuntimeError:  # the connection's task group is ending: so are its streams
+                return
+        self._h2_watch = self.loop.call_later(timeout, self._check_h2, timeout)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.idle_task = IdleTimer(  # type: ignore[assignment]  # hypercorn types it AsyncioSingleTask
@@ -163,10 +185,39 @@ class TimedReadTCPServer(TCPServer):
 
     async def _close(self) -> None:
         await self.idle_task.stop()  # from now on the timer closes nothing (the close below may wait)
+        if self._h2_watch is not None:
+            self._h2_watch.cancel()
         try:
+            if self.write_timeout is not None and self.writer.transport.get_write_buffer_size():
+                await self._flush_while_taken(self.write_timeout)
             await super()._close()
         finally:
             await self.idle_task.end()  # type: ignore[attr-defined]
+
+    async def _flush_while_taken(self, timeout: float) -> None:
+        """Close with the write timeout's rule on the unsent tail: hypercorn's close waits for the transport to send
+        it, for ever when the client reads nothing. An answer's tail below the high-water mark never waited in
+        ``protocol_send`` (no drain was needed), so without this a client that asked for a few dozen KiB (or
+        pipelined small requests) and read none of it held its connection, and a place under ``max_connections``,
+        for as long as it liked: past the keep-alive, the read timeout and a graceful shutdown's wait."""
+        transport = self.writer.transport
+        with contextlib.suppress(NotImplementedError, OSError, RuntimeError):
+            self.writer.write_eof()  # as hypercorn's close: the client learns the answer ends here
+        self.writer.close()  # the transport closes once its buffer is sent
+        closed = asyncio.ensure_future(self.writer.wait_closed())
+        try:
+            while True:
+                unsent = transport.get_write_buffer_size()
+                done, _ = await asyncio.wait({closed}, timeout=timeout)
+                if done:
+                    with contextlib.suppress(Exception):  # what hypercorn's close then meets again and ignores
+                        closed.result()
+                    return
+                if transport.get_write_buffer_size() >= unsent:
+                    transport.abort()  # the client took no byte of the tail for a whole write timeout
+                    return
+        finally:
+            closed.cancel()
 
     async def _read_data(self) -> None:
         timeout = self.config.read_timeout
@@ -174,7 +225,42 @@ class TimedReadTCPServer(TCPServer):
             await super()._read_data()
         else:
             await self._timed_reads(timeout)
-        await self.idle_task.held()  # type: ignore[attr-defined]
+        await self._release_h2_answers()
+        if not self._client_left():
+            await self.idle_task.held()  # type: ignore[attr-defined]
+
+    async def _release_h2_answers(self) -> None:
+        """Wake the HTTP/2 answers still waiting to be sent, now that the connection is closed (the read loop has
+        just handed ``Closed`` to the protocol, and hypercorn's h2 sender has stopped).
+
+        hypercorn 0.18's ``H2Protocol`` leaves them waiting: an app's ``send`` blocked on a stream's buffer (full,
+        or its end waiting to drain) is woken only by the sender, which ends at the close. A stream waits there as
+        long as the client's flow-control window is shut, which an h2c client can make it from the start
+        (``SETTINGS_INITIAL_WINDOW_SIZE`` 0): 100 streams (h2's concurrency limit) then a close or reset, and the
+        server kept 100 app tasks and their answers, and the connection's task and its place under
+        ``max_connections``, for as long as the worker ran (a graceful shutdown cancelled them after its timeout).
+        Closing the buffers is what hypercorn itself does to a stream closed while blocked on flow control: the
+        app's ``send`` returns, its next one is dropped, and the app ends."""
+        inner = getattr(self.protocol, "protocol", None)
+        if isinstance(inner, H2Protocol):
+            for buffer in list(inner.stream_buffers.values()):
+                await buffer.close()
+
+    def _client_left(self) -> bool:
+        """Whether the read loop ended because the client closed or reset the connection (not a read timeout).
+
+        hypercorn's task group waited for its idle task even then: a connection its client had closed while idle
+        was held (its socket, its task, its place under ``max_connections``) until the keep-alive ended. That made
+        filling the cap nearly free: ``max_connections / keep_alive_timeout`` connect-and-close a second (10,000 /
+        30 s: 333 a second, with no descriptor held by the client) refused every other client of the worker. Such
+        a connection has nothing left to answer (a request in flight holds the connection through its task, not
+        through this wait; a tail still unsent is flushed by ``_close`` under the write timeout), so it ends now.
+        """
+        reader = self.reader
+        if reader.at_eof():
+            return True
+        error = reader.exception()
+        return error is not None and not isinstance(error, TimeoutError)
 
     async def _timed_reads(self, timeout: float) -> None:
         reader = self.reader
@@ -217,4 +303,5 @@ def install(write_timeout: float | None = None, max_connections: int | None = No
         log.warning("keeping hypercorn's read loop (a task per socket read): %s", problem)
         return False
     hypercorn_run.TCPServer = TimedReadTCPServer  # type: ignore[attr-defined]  # not exported by hypercorn
+    h2_stall.install()  # h2 answers under the write timeout too
     return True

@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import time
 from pathlib import Path
 
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
 import pytest
 
 from tests.support.server import ProxyProcess
@@ -39,8 +44,8 @@ def test_connections_past_the_cap_are_closed_and_the_held_ones_still_served(tmp_
     ).start()
     sockets: list[socket.socket] = []
     try:
-        # The start-up probes' connections count until their keep-alive ends, closed by their client or not: as
-        # with hypercorn, a connection's socket is held until then.
+        # The start-up probes' connections: closed by their client, they end at once (not held until their
+        # keep-alive, as hypercorn held them); the wait covers one its client would have left open.
         time.sleep(KEEP_ALIVE + 1)
         served = []
         for _ in range(CAP * workers + 5):
@@ -59,4 +64,84 @@ def test_connections_past_the_cap_are_closed_and_the_held_ones_still_served(tmp_
     finally:
         for sock in sockets:
             sock.close()
+        proxy.stop()
+
+
+def test_connect_and_close_does_not_fill_the_cap(tmp_path: Path) -> None:
+    """An anonymous client that connects and closes (or resets) at once, holding nothing itself: each connection
+    once kept its place until its keep-alive ended, so ``max_connections / keep_alive_timeout`` of them a second
+    (10,000 / 30 s by default: 333 a second) refused every other client of the worker. Here: the cap's worth ten
+    times over, with a 30 s keep-alive; a client right after is served."""
+    proxy = ProxyProcess(tmp_path, f"[server]\nmax_connections = {CAP}\nkeep_alive_timeout_seconds = 30\n")
+    proxy.start()
+    try:
+        time.sleep(1)  # the start-up probe's connection: closed by its client, it ends at once too
+        for index in range(CAP * 10):
+            sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            if index % 2:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+            sock.close()
+        time.sleep(0.5)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            assert request(sock).startswith(b"HTTP/1.1 200")
+        assert "server.max_connections" not in proxy.log()
+    finally:
+        proxy.stop()
+
+
+def test_h2_answers_held_on_a_shut_window_do_not_outlive_their_connection(tmp_path: Path) -> None:
+    """An anonymous h2c client (prior knowledge) offers a window of 0, asks ``/healthz`` 100 times and resets:
+    hypercorn's h2 left the 100 app tasks waiting for a sender that had stopped, and the connection held its
+    place under the cap for as long as the worker ran. ``CAP`` such clients refused everyone, for good."""
+    proxy = ProxyProcess(tmp_path, f"[server]\nmax_connections = {CAP}\nkeep_alive_timeout_seconds = 30\n")
+    proxy.start()
+    try:
+        time.sleep(1)
+        for _ in range(CAP):
+            sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            client.initiate_connection()
+            client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            for _ in range(100):
+                headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
+                client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+            sock.sendall(client.data_to_send())
+            time.sleep(0.5)  # the answers are made, and wait for the window
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        time.sleep(0.5)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            assert request(sock).startswith(b"HTTP/1.1 200")
+        assert "server.max_connections" not in proxy.log()
+        assert "Error in ASGI Framework" not in proxy.log()
+    finally:
+        proxy.stop()
+
+
+def test_h2_answers_on_a_window_kept_shut_are_reset_after_the_write_timeout(tmp_path: Path) -> None:
+    """An anonymous h2c client keeps its window shut and pings now and then (the read timeout never comes): its
+    100 answers waited in hypercorn's h2 buffers, where the write timeout did not look, for as long as it liked
+    (50 such connections: +125 MB in the worker). Each is reset once it waited ``write_timeout`` unread."""
+    proxy = ProxyProcess(tmp_path, "[server]\nwrite_timeout_seconds = 1\nread_timeout_seconds = 30\n").start()
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            client.initiate_connection()
+            client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            for _ in range(100):
+                headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
+                client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+            sock.sendall(client.data_to_send())
+            started, resets = time.monotonic(), 0
+            sock.settimeout(0.2)
+            while resets < 100 and time.monotonic() - started < 6:
+                client.ping(b"12345678")
+                sock.sendall(client.data_to_send())
+                with contextlib.suppress(TimeoutError):
+                    events = client.receive_data(sock.recv(1 << 20))
+                    resets += sum(isinstance(event, h2.events.StreamReset) for event in events)
+            assert resets == 100, resets
+            assert time.monotonic() - started < 4
+        assert "Error in ASGI Framework" not in proxy.log()
+    finally:
         proxy.stop()

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import inspect
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -16,14 +17,22 @@ from functools import partial
 from importlib.metadata import version
 from typing import Any, cast
 
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
 import pytest
 import uvloop
+from h2.connection import H2Connection
 from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.asyncio.tcp_server import TCPServer
 from hypercorn.config import Config
+from hypercorn.protocol import h2 as hypercorn_h2
+from hypercorn.protocol.h2 import H2Protocol, StreamBuffer
 from hypercorn.utils import wrap_app
 
+from irc_proxy.http.h2_stall import TakenStreamBuffer
 from irc_proxy.http.read_timeout import CHECKED_VERSIONS, TimedReadTCPServer, install
 
 READ_TIMEOUT = 0.6
@@ -60,6 +69,7 @@ def test_install_swaps_the_server_hypercorn_builds() -> None:
         assert install() is True  # idempotent
     finally:
         setattr(hypercorn_run, "TCPServer", TCPServer)
+        setattr(hypercorn_h2, "StreamBuffer", StreamBuffer)
 
 
 def test_install_keeps_hypercorn_loop_when_the_name_moved(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -493,7 +503,7 @@ def test_connections_past_max_connections_are_closed_before_anything_is_read(
             with contextlib.suppress(ConnectionResetError, BrokenPipeError):
                 extra.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             assert received_by(extra) == 0  # closed: no answer
-        held.pop().close()  # its place is free once its connection ends (after the keep-alive, as with hypercorn)
+        held.pop().close()  # its place is free once its connection ends (at once: its client closed it)
         deadline, served = time.monotonic() + KEEP_ALIVE + 2, b""
         while not served.startswith(b"HTTP/1.1 200") and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -504,3 +514,254 @@ def test_connections_past_max_connections_are_closed_before_anything_is_read(
         for sock in held:
             sock.close()
     assert "server.max_connections (3)" in caplog.text
+
+
+def left(port: int, how: str) -> None:
+    """A client that connects and leaves without a request: ``fin`` closes, ``rst`` resets once the server reads."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    if how == "rst":
+        time.sleep(0.01)  # past accept and getpeername: the reset reaches the read loop
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+@pytest.mark.parametrize("how", ["fin", "rst"])
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_connections_their_clients_left_while_idle_do_not_fill_max_connections(
+    how: str, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connect-and-close ten times the cap in well under the keep-alive: each such connection once held its place
+    until its keep-alive ended (hypercorn's task group waited for its idle task), so ``max_connections /
+    keep_alive_timeout`` connections a second, with nothing held by the client, refused every other client. They
+    end at once now, and the next client is served."""
+    monkeypatch.setattr(TimedReadTCPServer, "max_connections", 5)
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()  # listening (this one leaves too)
+        started = time.monotonic()
+        for _ in range(50):
+            left(port, how)
+        time.sleep(0.3)  # the server has taken them all from the listening socket's backlog
+        while TimedReadTCPServer.open_connections and time.monotonic() - started < KEEP_ALIVE:
+            time.sleep(0.02)
+        assert TimedReadTCPServer.open_connections == 0
+        assert time.monotonic() - started < KEEP_ALIVE / 2
+        with connect(port) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(KEEP_ALIVE / 4)  # a client that keeps its connection open idle keeps it: not cut early
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+
+
+TAIL = 50_000
+"""An answer whose unsent rest stays below the transport's high-water mark (64 KiB): ``protocol_send`` never waits."""
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_an_unread_tail_below_the_high_water_mark_is_cut_after_the_keep_alive_and_the_write_timeout(
+    loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keep-alive's close waited for the transport to send the tail, for ever when the client read nothing:
+    its connection (and its place under ``max_connections``) outlived the keep-alive, the read timeout and the
+    write timeout. The close now has the write timeout's rule."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=1, send_buffer=4096) as (port, _stop):
+        connect(port).close()
+        time.sleep(0.1)
+        clients = [unread_client(port, TAIL) for _ in range(3)]
+        try:
+            started = time.monotonic()
+            time.sleep(0.3)
+            assert TimedReadTCPServer.open_connections == 3  # the tails wait in the server
+            while TimedReadTCPServer.open_connections and time.monotonic() - started < KEEP_ALIVE * 3:
+                time.sleep(0.05)
+            elapsed = time.monotonic() - started
+            assert TimedReadTCPServer.open_connections == 0, elapsed
+            assert elapsed < KEEP_ALIVE + WRITE_TIMEOUT * 2 + 0.5, elapsed
+            assert received_by(clients[0]) < TAIL  # cut: the rest was dropped
+        finally:
+            for sock in clients:
+                sock.close()
+
+
+def test_a_tail_read_slowly_after_the_keep_alive_is_sent_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The close's deadline is on the client taking no byte, as the write timeout's: a client that starts reading
+    its tail after the keep-alive, 4 KiB every 0.1 s (over several write timeouts), gets all of it."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30, send_buffer=4096) as (port, _stop):
+        connect(port).close()
+        with unread_client(port, TAIL) as sock:
+            time.sleep(KEEP_ALIVE + WRITE_TIMEOUT / 2)  # the close has begun, the tail unsent
+            started = time.monotonic()
+            received = b""
+            while piece := sock.recv(4096):
+                received += piece
+                time.sleep(0.1)
+            assert received.startswith(b"HTTP/1.1 200") and received.endswith(b"\r\n\r\n" + b"x" * TAIL)
+            assert time.monotonic() - started > WRITE_TIMEOUT * 2
+
+
+def shut_window_h2_client(port: int, path: str, streams: int = 100) -> tuple[socket.socket, H2Connection]:
+    """An h2c client (prior knowledge) that offers a flow-control window of 0 and asks for ``path`` ``streams``
+    times: no answer's body can be sent until it opens the window."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client = H2Connection(h2.config.H2Configuration(client_side=True))
+    client.initiate_connection()
+    client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    for _ in range(streams):
+        headers = [(":method", "GET"), (":path", path), (":scheme", "http"), (":authority", "x")]
+        client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+    sock.sendall(client.data_to_send())
+    return sock, client
+
+
+def shut_window_h2(port: int, path: str, streams: int = 100) -> socket.socket:
+    return shut_window_h2_client(port, path, streams)[0]
+
+
+def tasks_of(loop: asyncio.AbstractEventLoop) -> int:
+    async def count() -> int:
+        return len(asyncio.all_tasks())
+
+    return asyncio.run_coroutine_threadsafe(count(), loop).result(5)
+
+
+@pytest.mark.parametrize("path", ["/", "/size/1000000"])
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_h2_answers_blocked_on_a_shut_window_end_with_their_connection(
+    path: str, loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hypercorn's h2 sender stops at the close and nothing woke the app tasks waiting on it: an h2c client that
+    shut its window, asked 100 times and reset the connection left 100 tasks with their answers, and the
+    connection's place under ``max_connections``, for as long as the worker ran."""
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()
+        time.sleep(KEEP_ALIVE + 0.3)  # that probe's connection has ended
+        loop = TASK_FACTORY_LOOPS[-1]
+        before = tasks_of(loop)
+        for _ in range(3):
+            sock = shut_window_h2(port, path)
+            time.sleep(0.2)
+            assert tasks_of(loop) >= before + 100  # the answers wait for the window
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        deadline = time.monotonic() + 2
+        while (TimedReadTCPServer.open_connections or tasks_of(loop) > before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert TimedReadTCPServer.open_connections == 0
+        assert tasks_of(loop) <= before
+
+
+def test_the_bounds_add_no_task_to_a_keep_alive_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``write_timeout`` and ``max_connections`` set (as ``irc-proxy serve`` sets them), a request whose answer
+    fits the transport's buffer still makes only the app's task: the drain's task is made only when it must wait,
+    the close's only for an unsent tail."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", 60.0)
+    monkeypatch.setattr(TimedReadTCPServer, "max_connections", 100)
+    made: list[str] = []
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        made.append(getattr(coro, "__qualname__", "?"))
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    with serving(TimedReadTCPServer, "asyncio", monkeypatch) as (port, _stop):
+        with connect(port) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer(sock).startswith(b"HTTP/1.1 200")
+            loop = TASK_FACTORY_LOOPS[-1]
+            loop.call_soon_threadsafe(loop.set_task_factory, counting)
+            time.sleep(0.1)
+            for _ in range(20):
+                sock.sendall(b"GET /size/20000 HTTP/1.1\r\nHost: x\r\n\r\n")
+                received = b""
+                while not received.endswith(b"x" * 100) and (piece := sock.recv(65536)):
+                    received += piece
+            time.sleep(0.1)
+        time.sleep(0.3)  # the client closed while idle: its connection ends at once, with no task
+        during = list(made)
+    assert len(during) <= 20, sorted(set(during))
+
+
+@pytest.mark.parametrize("loop_kind", ["asyncio", "uvloop"])
+def test_h2_answers_on_a_window_kept_shut_are_reset_after_the_write_timeout(
+    loop_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An h2c client that keeps its window shut and pings (so the read timeout never comes) held 100 app tasks and
+    their answers per connection for as long as it liked: the transport's buffer, where the write timeout waits,
+    never fills. Each stream is reset once its answer waited ``write_timeout`` with no byte taken."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    monkeypatch.setattr(hypercorn_h2, "StreamBuffer", TakenStreamBuffer)
+    with serving(TimedReadTCPServer, loop_kind, monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()
+        time.sleep(KEEP_ALIVE + 0.3)
+        loop = TASK_FACTORY_LOOPS[-1]
+        before = tasks_of(loop)
+        sock, client = shut_window_h2_client(port, "/size/100000")
+        with sock:
+            time.sleep(0.2)
+            assert tasks_of(loop) >= before + 100
+            started = time.monotonic()
+            resets = 0
+            sock.settimeout(0.05)
+            alive = before + 2  # the connection's task and its h2 sender's, the connection being alive
+            while (tasks_of(loop) > alive or resets < 100) and time.monotonic() - started < WRITE_TIMEOUT * 4:
+                client.ping(b"12345678")  # the connection is alive: only its answers stall
+                sock.sendall(client.data_to_send())
+                with contextlib.suppress(TimeoutError):
+                    events = client.receive_data(sock.recv(1 << 20))
+                    resets += sum(isinstance(event, h2.events.StreamReset) for event in events)
+            elapsed = time.monotonic() - started
+            assert tasks_of(loop) <= alive, elapsed
+            assert resets == 100, (resets, elapsed)
+            assert elapsed > WRITE_TIMEOUT * 0.8  # not before the timeout
+
+
+def test_an_h2_client_that_reads_slowly_is_never_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline is on no byte taken: a client that opens its window 16 KiB every 0.1 s takes a 400 KB answer
+    over several write timeouts, and gets all of it."""
+    monkeypatch.setattr(TimedReadTCPServer, "write_timeout", WRITE_TIMEOUT)
+    monkeypatch.setattr(hypercorn_h2, "StreamBuffer", TakenStreamBuffer)
+    with serving(TimedReadTCPServer, "uvloop", monkeypatch, read_timeout=30) as (port, _stop):
+        connect(port).close()
+        sock, client = shut_window_h2_client(port, "/size/400000", streams=1)
+        with sock:
+            started, got, ended = time.monotonic(), 0, False
+            sock.settimeout(0.1)
+            while not ended and time.monotonic() - started < 15:
+                client.increment_flow_control_window(16384)
+                client.increment_flow_control_window(16384, stream_id=1)
+                sock.sendall(client.data_to_send())
+                time.sleep(0.1)
+                with contextlib.suppress(TimeoutError):
+                    for event in client.receive_data(sock.recv(1 << 20)):
+                        if isinstance(event, h2.events.DataReceived):
+                            got += len(event.data)
+                        ended = ended or isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset))
+                        assert not isinstance(event, h2.events.StreamReset), got
+            assert got == 400_000
+            assert time.monotonic() - started > WRITE_TIMEOUT * 2
+
+
+H2_SOURCES = {
+    "H2Protocol": "7257f8bafccaa2e5677c63696eef2777854fd65f2721f3408c6c963398a15145",
+    "StreamBuffer": "bc347b7c78068613befe675f8fb3779ff3a4385312aa46c031e335b33d281be9",
+}
+"""What ``h2_stall`` relies on: ``StreamBuffer``'s push and pop, and ``H2Protocol``'s ``stream_buffers``,
+``_close_stream``, ``_window_updated``, ``_flush`` and how it handles ``Closed`` (``_release_h2_answers``)."""
+
+
+def test_hypercorn_h2_is_the_one_h2_stall_was_checked_against() -> None:
+    """A hypercorn upgrade lands here: check ``h2_stall`` and ``TimedReadTCPServer._release_h2_answers`` against
+    its new h2 protocol, then update these digests."""
+    for thing in (H2Protocol, StreamBuffer):
+        source = inspect.getsource(thing)
+        assert hashlib.sha256(source.encode()).hexdigest() == H2_SOURCES[thing.__name__], source
+
+
+def test_install_makes_h2_buffers_that_note_the_client_taking_bytes() -> None:
+    try:
+        assert install() is True
+        assert hypercorn_h2.StreamBuffer is TakenStreamBuffer
+    finally:
+        setattr(hypercorn_run, "TCPServer", TCPServer)
+        setattr(hypercorn_h2, "StreamBuffer", StreamBuffer)
