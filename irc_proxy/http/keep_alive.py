@@ -15,7 +15,9 @@ connection lives. Its close starts on whichever comes first:
 
 The close itself is hypercorn's (``TCPServer._initiate_server_close``, shielded as hypercorn shields it), run as a
 task of the connection's task group, made only then. Where hypercorn's task group waited for its idle task (a
-connection whose read loop ended while idle lasts until its keep-alive), ``held`` waits the same way; ``end``,
+connection whose read loop ended while idle lasts until its keep-alive), ``held`` waits the same way, but only
+after a read timeout (``read_timeout.TimedReadTCPServer._read_data``: a connection its client closed or reset ends at
+once); ``end``,
 when the connection closes, cancels the timer as hypercorn's ``stop`` cancelled its task.
 ``tests/unit/http/test_read_timeout.py`` runs hypercorn's server and this one side by side over real sockets
 and pins the source of what is replaced.
