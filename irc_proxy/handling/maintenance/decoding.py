@@ -13,7 +13,7 @@ in).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,23 +54,7 @@ def _entries(array: pa.MapArray) -> tuple[pa.Array, pa.Array]:
 
 def decoded_size(array: pa.Array) -> int:
     """What ``array`` takes once its dictionaries are decoded, computed without decoding them."""
-    kind = array.type
-    if pa.types.is_dictionary(kind):
-        assert isinstance(array, pa.DictionaryArray)
-        lengths = pc.binary_length(array.dictionary)
-        total = pc.sum(pc.take(lengths, array.indices)).as_py() or 0
-        return int(total) + OFFSET_BYTES * len(array)
-    if pa.types.is_struct(kind):
-        assert isinstance(array, pa.StructArray)
-        return len(array) + sum(decoded_size(child) for child in array.flatten())
-    if pa.types.is_map(kind):
-        assert isinstance(array, pa.MapArray)
-        keys, items = _entries(array)
-        return OFFSET_BYTES * len(array) + decoded_size(keys) + decoded_size(items)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        assert isinstance(array, pa.ListArray | pa.LargeListArray)
-        return OFFSET_BYTES * len(array) + decoded_size(array.flatten())
-    return int(array.nbytes)
+    return _decoded(array, _dictionary_size)
 
 
 def batch_decoded_size(batch: pa.RecordBatch) -> int:
@@ -81,20 +65,35 @@ def decoded_bound(array: pa.Array) -> int:
     """At least what ``array`` decodes to (``decoded_size``), from sizes alone: each dictionary index counted as
     the whole dictionary. Three compute kernels less per dictionary column, which a compaction of thousands of
     small files felt; the exact size is measured only when this bound passes the budget."""
+    return _decoded(array, _dictionary_bound)
+
+
+def _dictionary_size(array: pa.DictionaryArray) -> int:
+    lengths = pc.binary_length(array.dictionary)
+    total = pc.sum(pc.take(lengths, array.indices)).as_py() or 0
+    return int(total) + OFFSET_BYTES * len(array)
+
+
+def _dictionary_bound(array: pa.DictionaryArray) -> int:
+    return len(array) * (int(array.dictionary.nbytes) + OFFSET_BYTES)
+
+
+def _decoded(array: pa.Array, dictionary: Callable[[pa.DictionaryArray], int]) -> int:
+    """``array``'s decoded size, each dictionary array (nested ones too) measured by ``dictionary``."""
     kind = array.type
     if pa.types.is_dictionary(kind):
         assert isinstance(array, pa.DictionaryArray)
-        return len(array) * (int(array.dictionary.nbytes) + OFFSET_BYTES)
+        return dictionary(array)
     if pa.types.is_struct(kind):
         assert isinstance(array, pa.StructArray)
-        return len(array) + sum(decoded_bound(child) for child in array.flatten())
+        return len(array) + sum(_decoded(child, dictionary) for child in array.flatten())
     if pa.types.is_map(kind):
         assert isinstance(array, pa.MapArray)
         keys, items = _entries(array)
-        return OFFSET_BYTES * len(array) + decoded_bound(keys) + decoded_bound(items)
+        return OFFSET_BYTES * len(array) + _decoded(keys, dictionary) + _decoded(items, dictionary)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         assert isinstance(array, pa.ListArray | pa.LargeListArray)
-        return OFFSET_BYTES * len(array) + decoded_bound(array.flatten())
+        return OFFSET_BYTES * len(array) + _decoded(array.flatten(), dictionary)
     return int(array.nbytes)
 
 
