@@ -89,6 +89,19 @@ def test_connect_and_close_does_not_fill_the_cap(tmp_path: Path) -> None:
         proxy.stop()
 
 
+def shut_window_requests(sock: socket.socket) -> h2.connection.H2Connection:
+    """An h2c client (prior knowledge) on ``sock`` whose flow-control window is 0, having asked ``/healthz`` 100
+    times (h2's concurrency limit): its answers can only wait."""
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    client.initiate_connection()
+    client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    for _ in range(100):
+        headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
+        client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
+    sock.sendall(client.data_to_send())
+    return client
+
+
 def test_h2_answers_held_on_a_shut_window_do_not_outlive_their_connection(tmp_path: Path) -> None:
     """An anonymous h2c client (prior knowledge) offers a window of 0, asks ``/healthz`` 100 times and resets:
     hypercorn's h2 left the 100 app tasks waiting for a sender that had stopped, and the connection held its
@@ -99,13 +112,7 @@ def test_h2_answers_held_on_a_shut_window_do_not_outlive_their_connection(tmp_pa
         time.sleep(1)
         for _ in range(CAP):
             sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-            client.initiate_connection()
-            client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
-            for _ in range(100):
-                headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
-                client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
-            sock.sendall(client.data_to_send())
+            shut_window_requests(sock)
             time.sleep(0.5)  # the answers are made, and wait for the window
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()
@@ -125,13 +132,7 @@ def test_h2_answers_on_a_window_kept_shut_are_reset_after_the_write_timeout(tmp_
     proxy = ProxyProcess(tmp_path, "[server]\nwrite_timeout_seconds = 1\nread_timeout_seconds = 30\n").start()
     try:
         with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
-            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-            client.initiate_connection()
-            client.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
-            for _ in range(100):
-                headers = [(":method", "GET"), (":path", "/healthz"), (":scheme", "http"), (":authority", "x")]
-                client.send_headers(client.get_next_available_stream_id(), headers, end_stream=True)
-            sock.sendall(client.data_to_send())
+            client = shut_window_requests(sock)
             started, resets = time.monotonic(), 0
             sock.settimeout(0.2)
             while resets < 100 and time.monotonic() - started < 6:

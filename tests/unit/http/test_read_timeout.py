@@ -176,6 +176,12 @@ def count_read_tasks(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) 
     return asyncio.Task(coro, loop=loop, **kwargs)
 
 
+def recording_tasks(made: list[str], loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+    """A task factory that notes the name of each coroutine it makes a task for in ``made``."""
+    made.append(getattr(coro, "__qualname__", "?"))
+    return asyncio.Task(coro, loop=loop, **kwargs)
+
+
 def connect(port: int) -> socket.socket:
     deadline = time.monotonic() + 5
     while True:
@@ -336,10 +342,7 @@ def test_a_keep_alive_request_makes_no_task_but_the_apps(
     """The point of ``IdleTimer``: hypercorn makes ~3 tasks a request (the app's, the idle task, ``wait_for``'s),
     the timer one (the app's)."""
     made: list[str] = []
-
-    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
-        made.append(getattr(coro, "__qualname__", "?"))
-        return asyncio.Task(coro, loop=loop, **kwargs)
+    counting = partial(recording_tasks, made)
 
     with serving(server_class, "asyncio", monkeypatch) as (port, _stop), connect(port) as sock:
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -659,10 +662,7 @@ def test_the_bounds_add_no_task_to_a_keep_alive_request(monkeypatch: pytest.Monk
     monkeypatch.setattr(TimedReadTCPServer, "write_timeout", 60.0)
     monkeypatch.setattr(TimedReadTCPServer, "max_connections", 100)
     made: list[str] = []
-
-    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
-        made.append(getattr(coro, "__qualname__", "?"))
-        return asyncio.Task(coro, loop=loop, **kwargs)
+    counting = partial(recording_tasks, made)
 
     with serving(TimedReadTCPServer, "asyncio", monkeypatch) as (port, _stop):
         with connect(port) as sock:
