@@ -151,16 +151,9 @@ class TimedReadTCPServer(TCPServer):
         """Wait for the transport to drain while the client takes bytes: TimeoutError once it took none for
         ``timeout`` seconds (the read timeout's rule, on the other side: a slow reader is never cut)."""
         drain = asyncio.ensure_future(self.writer.drain())
-        try:
-            while True:
-                unsent = transport.get_write_buffer_size()
-                done, _ = await asyncio.wait({drain}, timeout=timeout)
-                if done:
-                    return drain.result()
-                if transport.get_write_buffer_size() >= unsent:
-                    raise TimeoutError("the client took no byte of its answer within the write timeout")
-        finally:
-            drain.cancel()
+        if not await _while_taken(transport, drain, timeout):
+            raise TimeoutError("the client took no byte of its answer within the write timeout")
+        drain.result()
 
     def _check_h2(self, timeout: float) -> None:
         """Every ``write_timeout`` while an h2 connection lives: reset its streams whose client took no byte of
@@ -205,19 +198,11 @@ class TimedReadTCPServer(TCPServer):
             self.writer.write_eof()  # as hypercorn's close: the client learns the answer ends here
         self.writer.close()  # the transport closes once its buffer is sent
         closed = asyncio.ensure_future(self.writer.wait_closed())
-        try:
-            while True:
-                unsent = transport.get_write_buffer_size()
-                done, _ = await asyncio.wait({closed}, timeout=timeout)
-                if done:
-                    with contextlib.suppress(Exception):  # what hypercorn's close then meets again and ignores
-                        closed.result()
-                    return
-                if transport.get_write_buffer_size() >= unsent:
-                    transport.abort()  # the client took no byte of the tail for a whole write timeout
-                    return
-        finally:
-            closed.cancel()
+        if not await _while_taken(transport, closed, timeout):
+            transport.abort()  # the client took no byte of the tail for a whole write timeout
+            return
+        with contextlib.suppress(Exception):  # what hypercorn's close then meets again and ignores
+            closed.result()
 
     async def _read_data(self) -> None:
         timeout = self.config.read_timeout
@@ -282,6 +267,21 @@ class TimedReadTCPServer(TCPServer):
         finally:
             watch.cancel()
         await self.protocol.handle(Closed())
+
+
+async def _while_taken(transport: asyncio.WriteTransport, pending: asyncio.Future[Any], timeout: float) -> bool:
+    """Wait for ``pending`` (a drain, a close) while the client takes bytes of what the transport holds: True once
+    it is done, False (it is cancelled) once the client took none for a whole ``timeout``."""
+    try:
+        while True:
+            unsent = transport.get_write_buffer_size()
+            done, _ = await asyncio.wait({pending}, timeout=timeout)
+            if done:
+                return True
+            if transport.get_write_buffer_size() >= unsent:
+                return False
+    finally:
+        pending.cancel()  # nothing once it is done
 
 
 def install(write_timeout: float | None = None, max_connections: int | None = None) -> bool:
