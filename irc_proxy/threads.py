@@ -8,12 +8,16 @@ that must also bound its own concurrency (Glue's ``max_concurrency``, the passwo
 from __future__ import annotations
 
 import functools
+import importlib
+import logging
+import threading
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
 
+log = logging.getLogger("irc_proxy")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -41,3 +45,34 @@ class _Limited(ThreadRunner):
     async def run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         async with self._bound:
             return await self._pool.run(fn, *args, **kwargs)
+
+
+_IMPORTING: set[str] = set()
+"""Modules :func:`warm_imports` was asked for (each imported at most once on its thread)."""
+
+
+def warm_imports(*modules: str) -> threading.Thread | None:
+    """Import ``modules`` now on a daemon thread of their own, the first time they are asked for; the thread
+    (started), or None when every one of them was asked for before (a set lookup: cheap on a hot path).
+
+    Why: a module first imported while a request is served is imported on whatever thread asks, the event loop
+    included, and holds the GIL meanwhile. ``pyiceberg.io.pyarrow`` (and pyarrow behind it) takes ~0.2-0.3 s of
+    CPU: the first scan plan after a start paid it in its answer. The first loadTable warms it (a client that
+    loads a table plans, reads or commits next); the start itself still imports none of it
+    (``tests/unit/test_import_cost.py``). A module that fails to import fails again where it is used, with that
+    caller's error."""
+    wanted = [name for name in modules if name not in _IMPORTING]
+    if not wanted:
+        return None
+    _IMPORTING.update(wanted)
+
+    def run() -> None:
+        for name in wanted:
+            try:
+                importlib.import_module(name)
+            except Exception:  # reported by the import that needs it
+                log.debug("background import of %s failed", name, exc_info=True)
+
+    thread = threading.Thread(target=run, name="irc-proxy-imports", daemon=True)
+    thread.start()
+    return thread

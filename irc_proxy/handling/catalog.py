@@ -212,8 +212,8 @@ class Catalog:
             return partial(bounded.read, roots=owned.real_roots), owned.owns
 
         load = TableLoad(loaded.metadata_location, loaded.metadata)
-        io = self.backend.file_io(loaded.metadata.location, loaded.metadata.properties)
-        return OpenedTable(load, self.name, tables.files.read, files, dict(io.properties))
+        storage = await tables.file_io_properties(loaded.metadata.location, loaded.metadata.properties)
+        return OpenedTable(load, self.name, tables.files.read, files, storage)
 
     async def commit_table(self, context: RequestContext, change: TableChange) -> None:
         """Commit ``change`` through the catalog's normal commit path: here (``Tables.commit``, honouring

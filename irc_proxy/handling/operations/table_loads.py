@@ -21,6 +21,7 @@ from irc_proxy.handling.operations.trash_ops import adopted
 from irc_proxy.handling.security.access import Access
 from irc_proxy.handling.tables.tables import LoadedTable, TableCreate
 from irc_proxy.handling.vending.vending import table_locations
+from irc_proxy.threads import warm_imports
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ async def register_table(
 async def load_table(access: Access, catalog: Catalog, ident: TableIdent, location: str, asked: Asked) -> TableResult:
     """Load the table whose current metadata is at ``location`` (read once by the caller, for its ETag)."""
     loaded = await catalog.tables.load(ident, location)
+    warm_imports("pyiceberg.io.pyarrow")  # what reading the table's files needs next (see threads.warm_imports)
     # The locations only matter to a catalog that vends (``table_access`` asks nothing else of the others).
     metadata = loaded.metadata
     locations = table_locations(metadata.location, metadata.properties) if catalog.vending is not None else []

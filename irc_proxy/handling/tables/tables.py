@@ -107,6 +107,13 @@ class Tables:
         self._locks = KeyedLocks()
         self._rebase = AppendRebase(backend, threads)
 
+    async def file_io_properties(self, location: str, properties: Mapping[str, str]) -> dict[str, str]:
+        """The properties of the backend's FileIO for a table at ``location``: what reading its files takes.
+        In a worker thread: a process's first FileIO imports pyiceberg's pyarrow FileIO (~0.2-0.3 s), which
+        stalled every request when the first scan plan after a start built it on the event loop."""
+        io = await self._threads.run(self._backend.file_io, location, properties)
+        return dict(io.properties)
+
     def _commits(self) -> TableCommits:
         """The backend's pointer moves; a catalog whose tables a remote catalog commits has none."""
         if self._pointer_moves is None:
