@@ -21,7 +21,7 @@ LANES ?= 2
 ENGINE_LANE := tests/e2e tests/integration/test_schemathesis.py tests/integration/test_trash.py \
 	tests/integration/test_maintenance_cli.py tests/integration/test_cli.py \
 	tests/integration/test_replica_rollout.py tests/integration/test_glue_specifics.py \
-	tests/integration/test_server_workers.py
+	tests/integration/test_server_workers.py tests/integration/test_maintenance_schedule.py
 
 .PHONY: serve test fast lint typecheck check bench bench-quick bench-deps clean system-deps docs docs-build
 
