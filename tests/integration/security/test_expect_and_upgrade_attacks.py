@@ -3,7 +3,8 @@
 ``100 Continue`` at once, before the app reads the body) and h2c reached through HTTP/1.1's ``Upgrade: h2c`` (the
 first request is carried in HTTP/1.1 and answered as HTTP/2 stream 1, after a ``101`` sent by the h11 protocol).
 What held is pinned here: the read timeout, the write timeout, the keep-alive and ``max_connections`` bound both
-paths as they bound the others. What did not: a body that never came was a 500 with an ERROR traceback."""
+paths as they bound the others. What did not: a body that never came was a 500 with an ERROR traceback, and an
+``HTTP2-Settings`` header h2 refuses an ERROR traceback from asyncio, each one per connection of any client."""
 
 from __future__ import annotations
 
@@ -192,4 +193,34 @@ def test_upgraded_connections_are_under_the_cap_and_the_keep_alive(tmp_path: Pat
     finally:
         for sock, _ in held:
             sock.close()
+        proxy.stop()
+
+
+BAD_SETTINGS = [b"AAA", b"AAAA", b"AASAAAAA", b"AAUAAAAB"]
+"""``HTTP2-Settings`` values h2 refuses: not base64, a SETTINGS body cut short, an initial window of 2^31, a
+largest frame of 1 byte."""
+
+
+def test_a_malformed_http2_settings_header_ends_the_connection_without_an_error(tmp_path: Path) -> None:
+    """hypercorn sends the ``101``, then h2 raises on the header and nothing catches it: the connection's task
+    ended with an ERROR and a ~3 KB traceback in the log, one per connection of any anonymous client. Now the
+    connection just closes, its place under the cap is free, and the log has nothing but the access lines."""
+    proxy = ProxyProcess(tmp_path, f"[server]\nmax_connections = {CAP}\nread_timeout_seconds = 5\n").start()
+    try:
+        for settings in BAD_SETTINGS * CAP:
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+                sock.sendall(
+                    b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                    b"Upgrade: h2c\r\nHTTP2-Settings: " + settings + b"\r\n\r\n"
+                )
+                data, took = received_until_closed(sock, 10)
+            assert data.startswith(b"HTTP/1.1 101 "), data
+            assert took < 1, took
+        time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            assert request(sock).startswith(b"HTTP/1.1 200")
+        log = proxy.log()
+        for trouble in ("ERROR", "Traceback", "client_connected_cb", "max_connections"):
+            assert trouble not in log, log[-3000:]
+    finally:
         proxy.stop()
