@@ -34,6 +34,7 @@ from hypercorn.asyncio import run as hypercorn_run
 from hypercorn.asyncio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.events import Closed, Event, RawData
 from hypercorn.protocol.h2 import H2Protocol
+from hypercorn.protocol.h11 import H2CProtocolRequiredError
 
 from irc_proxy.http import h2_stall
 from irc_proxy.http.keep_alive import IdleTimer
@@ -263,10 +264,32 @@ class TimedReadTCPServer(TCPServer):
                         reader._exception = None  # type: ignore[attr-defined]  # no public way to clear it
                     break
                 watch.started = None
-                await self.protocol.handle(RawData(data))
+                try:
+                    await self.protocol.handle(RawData(data))
+                except Exception as error:
+                    if not _failed_upgrade(error):
+                        raise
+                    break  # the connection closes, as for a client that sent nothing more
         finally:
             watch.cancel()
         await self.protocol.handle(Closed())
+
+
+def _failed_upgrade(error: Exception) -> bool:
+    """Whether ``error`` is hypercorn's h2c upgrade failing on the client's ``HTTP2-Settings`` header (not base64,
+    a truncated SETTINGS body, a value out of range: ``binascii.Error``, hyperframe's ``InvalidFrameError``, h2's
+    ``InvalidSettingsValueError``), raised while hypercorn handles its ``H2CProtocolRequiredError``.
+
+    hypercorn 0.18 sends the ``101`` and then parses the header with nothing to catch what h2 raises: the error
+    ended the connection's task, and asyncio logged it as an ERROR with a ~3 KB traceback ("Unhandled exception in
+    client_connected_cb"), at once and for any anonymous client: a log flood one request a connection. The
+    connection closed all the same (hypercorn's ``finally``); now it closes without the traceback."""
+    context = error.__context__
+    for _ in range(8):  # hyperframe chains its own cause in between; a few links are plenty
+        if context is None or isinstance(context, H2CProtocolRequiredError):
+            break
+        context = context.__context__
+    return isinstance(context, H2CProtocolRequiredError)
 
 
 async def _while_taken(transport: asyncio.WriteTransport, pending: asyncio.Future[Any], timeout: float) -> bool:
