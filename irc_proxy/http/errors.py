@@ -95,7 +95,7 @@ async def client_gone(request: Request, exc: Exception) -> Response:
     access log, not an error of the server: no traceback. It went to ``unexpected_error`` before, a 500 and ~2.4 KB
     of ERROR traceback each, which one anonymous client sending a request's head and resetting made at ~1.5 MB a
     second of log (and a 500 rate for the alerts). Nobody reads the answer."""
-    return error_response(request, 400, "BadRequestException", "The request body ended before its declared length")
+    return response_for(request, errors.BadRequest("The request body ended before its declared length"))
 
 
 SHOWN_PATH = 160
