@@ -61,9 +61,9 @@ def warm_imports(*modules: str) -> threading.Thread | None:
     loads a table plans, reads or commits next); the start itself still imports none of it
     (``tests/unit/test_import_cost.py``). A module that fails to import fails again where it is used, with that
     caller's error."""
-    wanted = [name for name in modules if name not in _IMPORTING]
-    if not wanted:
+    if _IMPORTING.issuperset(modules):  # every loadTable asks: no list built on that path
         return None
+    wanted = [name for name in modules if name not in _IMPORTING]
     _IMPORTING.update(wanted)
 
     def run() -> None:
